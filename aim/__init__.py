@@ -1,0 +1,1 @@
+"""The AIM mechanism (adaptive select-measure-reconstruct) returning a release."""

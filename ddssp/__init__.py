@@ -1,0 +1,1 @@
+"""Regression from released marginals (DD-SSP), AIM-Synth and the DP baselines."""

@@ -1,0 +1,30 @@
+"""Everything that touches private rows or privacy: domains, datasets, contingency tables,
+zCDP accounting, and the Gaussian and exponential mechanisms."""
+
+from .dataset import DataError, Dataset
+from .domain import Domain
+from .mechanisms import (
+    Measurement,
+    exponential_mechanism,
+    gaussian_measure,
+    measure_counts,
+    selection_probabilities,
+)
+from .privacy import Accountant, BudgetExceeded, Charge, cdp_delta, cdp_eps, cdp_rho
+
+__all__ = [
+    "Accountant",
+    "BudgetExceeded",
+    "Charge",
+    "DataError",
+    "Dataset",
+    "Domain",
+    "Measurement",
+    "cdp_delta",
+    "cdp_eps",
+    "cdp_rho",
+    "exponential_mechanism",
+    "gaussian_measure",
+    "measure_counts",
+    "selection_probabilities",
+]

@@ -1,0 +1,86 @@
+"""Where the bundled data sets live, how to load them, and a deterministic demo table.
+
+The team's discretized data sets are referenced by path (never copied into the repository):
+``$DP_MARGINALS_DATA`` if set (and only there), else the first existing ``shared/data`` next to the working
+directory or the source tree. Outside the team's machines that folder is absent, and callers
+fall back to `demo_dataset`, a small table the project generates itself.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .dataset import Dataset
+from .domain import Domain
+
+BUNDLED = ("adult", "acs-income-lin", "acs-employment")
+
+
+def data_dir() -> Path | None:
+    """The folder holding the bundled data sets, or None when it is absent."""
+    if os.environ.get("DP_MARGINALS_DATA"):  # an explicit setting is the only place looked at
+        explicit = Path(os.environ["DP_MARGINALS_DATA"])
+        return explicit.resolve() if (explicit / "adult" / "domain.json").is_file() else None
+    candidates = []
+    here = Path(__file__).resolve().parent.parent
+    for base in (Path.cwd(), here):
+        candidates += [base / ".." / "shared" / "data", base / "shared" / "data"]
+    for c in candidates:
+        if (c / "adult" / "domain.json").is_file():
+            return c.resolve()
+    return None
+
+
+def load_bundled(name: str, split: str = "train", limit: int | None = None) -> Dataset:
+    """Load ``<data_dir>/<name>/<split>.csv`` with its ``domain.json`` (first ``limit`` rows if given)."""
+    root = data_dir()
+    if root is None:
+        raise FileNotFoundError(
+            "the bundled data folder (../shared/data) is absent; set DP_MARGINALS_DATA or use demo_dataset()"
+        )
+    folder = root / name
+    if not folder.is_dir():
+        known = sorted(p.name for p in root.iterdir() if (p / "domain.json").is_file())
+        raise FileNotFoundError(f"no data set {name!r} under {root}; available: {known}")
+    domain = Domain.load(folder / "domain.json")
+    df = pd.read_csv(folder / f"{split}.csv", nrows=limit)
+    return Dataset(df, domain)
+
+
+def demo_domain() -> Domain:
+    """The fixed schema of the demo table."""
+    return Domain(
+        ("age", "education", "hours", "sector", "married", "children", "region", "income"),
+        (8, 6, 5, 4, 2, 4, 7, 2),
+    )
+
+
+def demo_dataset(n: int = 20_000, seed: int = 0) -> Dataset:
+    """A deterministic table with real dependencies (a random Bayesian network over the demo domain)."""
+    domain = demo_domain()
+    rng = np.random.default_rng(seed)
+    parents = {  # each attribute depends on up to two earlier ones
+        "education": ("age",),
+        "hours": ("age", "education"),
+        "sector": ("education",),
+        "married": ("age",),
+        "children": ("married", "age"),
+        "region": ("sector",),
+        "income": ("education", "hours"),
+    }
+    cols: dict[str, np.ndarray] = {}
+    for attr, m in zip(domain.attrs, domain.shape):
+        pa = parents.get(attr, ())
+        n_groups = int(np.prod([domain[p] for p in pa])) if pa else 1
+        cpt = rng.dirichlet(np.full(m, 0.6), size=n_groups)  # one conditional distribution per parent state
+        group = np.zeros(n, dtype=np.int64)
+        for p in pa:
+            group = group * domain[p] + cols[p]
+        cdf = np.cumsum(cpt, axis=1)[group]
+        u = rng.random(n)[:, None]
+        cols[attr] = np.minimum((u > cdf).sum(axis=1), m - 1)
+    return Dataset(pd.DataFrame(cols), domain)

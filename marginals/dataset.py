@@ -1,0 +1,165 @@
+"""`Dataset`: a validated integer-coded table over a `Domain` — the only holder of private rows.
+
+Validation happens once, here, at the boundary: every problem names the column, how many
+values are affected and an example (value and row). Rows are never dropped, clipped or
+reordered; columns are stored in domain order, each in the smallest unsigned dtype that fits.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from .domain import Domain
+from .tables import count_tables
+
+
+class DataError(ValueError):
+    """Raised when a table does not match its domain (the message says where and how)."""
+
+
+def _code_dtype(levels: int) -> np.dtype:
+    for dt in (np.uint8, np.uint16, np.uint32):
+        if levels - 1 <= np.iinfo(dt).max:
+            return np.dtype(dt)
+    return np.dtype(np.uint64)
+
+
+def _example(mask: np.ndarray, values: np.ndarray, index: pd.Index) -> str:
+    pos = int(np.flatnonzero(mask)[0])
+    return f"e.g. {values[pos]!r} at row {index[pos]!r}"
+
+
+def _validate_column(name: str, series: pd.Series, levels: int) -> np.ndarray:
+    """Return the column as compact codes, or raise `DataError` naming the problem."""
+    raw = series.to_numpy()
+    index = series.index
+    if raw.dtype == bool:
+        raw = raw.astype(np.int64)
+    if raw.dtype.kind in "iu":
+        ints = raw
+    else:
+        numeric = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        missing = pd.isna(series).to_numpy()
+        if missing.any():
+            raise DataError(
+                f"column {name!r}: {int(missing.sum())} missing value(s) (NaN/None), "
+                f"{_example(missing, raw, index)}"
+            )
+        bad = np.isnan(numeric) | (np.isfinite(numeric) & (numeric != np.round(numeric))) | np.isinf(numeric)
+        if bad.any():
+            raise DataError(
+                f"column {name!r}: {int(bad.sum())} non-integer value(s), {_example(bad, raw, index)}"
+            )
+        ints = numeric
+    outside = (ints < 0) | (ints > levels - 1)
+    if outside.any():
+        raise DataError(
+            f"column {name!r}: {int(outside.sum())} value(s) outside the codes 0..{levels - 1}, "
+            f"{_example(outside, raw, index)}"
+        )
+    return ints.astype(_code_dtype(levels))
+
+
+class Dataset:
+    """An integer-coded table whose columns follow a `Domain`.
+
+    Example:
+        >>> df = pd.DataFrame({"b": [0, 2, 1], "a": [1, 0, 1]})
+        >>> ds = Dataset(df, Domain(("a", "b"), (2, 3)))
+        >>> ds.marginal(("b", "a")).shape
+        (3, 2)
+    """
+
+    def __init__(self, df: pd.DataFrame, domain: Domain, weights: Sequence[float] | None = None) -> None:
+        if not isinstance(df, pd.DataFrame):
+            raise TypeError(f"Dataset expects a pandas DataFrame, got {type(df).__name__}")
+        columns = [str(c) for c in df.columns]
+        if len(set(columns)) != len(columns):
+            dup = sorted({c for c in columns if columns.count(c) > 1})
+            raise DataError(f"duplicate column(s) {dup}")
+        unknown = [c for c in columns if c not in domain]
+        missing = [a for a in domain.attrs if a not in columns]
+        if unknown or missing:
+            parts = []
+            if unknown:
+                parts.append(f"{len(unknown)} unknown column(s) not in the domain: {unknown}")
+            if missing:
+                parts.append(f"{len(missing)} domain attribute(s) missing from the table: {missing}")
+            raise DataError("; ".join(parts))
+        if len(df) == 0:
+            raise DataError("empty table: 0 rows (a dataset needs at least one row)")
+        renamed = df.set_axis(columns, axis=1)
+        self.domain = domain
+        self._codes = tuple(_validate_column(a, renamed[a], domain[a]) for a in domain.attrs)
+        self.weights = None if weights is None else self._check_weights(weights, len(df))
+
+    @staticmethod
+    def _check_weights(weights: Sequence[float], n: int) -> np.ndarray:
+        w = np.asarray(weights, dtype=np.float64)
+        if w.shape != (n,):
+            raise DataError(f"weights: expected {n} values (one per row), got shape {w.shape}")
+        bad = ~np.isfinite(w) | (w < 0)
+        if bad.any():
+            raise DataError(f"weights: {int(bad.sum())} negative or non-finite value(s), e.g. {w[bad][0]!r}")
+        return w
+
+    @classmethod
+    def from_csv(cls, path: str | os.PathLike, domain: Domain, **read_csv_kwargs) -> "Dataset":
+        """Read a CSV with a header row; columns may come in any order."""
+        df = pd.read_csv(path, **read_csv_kwargs)
+        return cls(df, domain)
+
+    @classmethod
+    def from_codes(cls, codes: Iterable[np.ndarray], domain: Domain) -> "Dataset":
+        """Wrap already-validated code arrays (one per domain attribute) without copying through pandas."""
+        arrays = [np.asarray(c) for c in codes]
+        return cls(pd.DataFrame(dict(zip(domain.attrs, arrays))), domain)
+
+    def __len__(self) -> int:
+        return len(self._codes[0])
+
+    @property
+    def records(self) -> int:
+        """Number of rows."""
+        return len(self)
+
+    def column(self, attr: str) -> np.ndarray:
+        """The code array of one attribute (read-only view)."""
+        arr = self._codes[self.domain.attrs.index(self.domain.check([attr])[0])].view()
+        arr.flags.writeable = False
+        return arr
+
+    def to_df(self) -> pd.DataFrame:
+        """The table as a DataFrame in domain order."""
+        return pd.DataFrame({a: c for a, c in zip(self.domain.attrs, self._codes)})
+
+    def project(self, attrs: Sequence[str]) -> "Dataset":
+        """The table restricted to ``attrs`` (in the order given), weights kept."""
+        attrs = self.domain.check(attrs)
+        out = object.__new__(Dataset)
+        out.domain = self.domain.project(attrs)
+        out._codes = tuple(self._codes[self.domain.attrs.index(a)] for a in attrs)
+        out.weights = self.weights
+        return out
+
+    def marginal(self, attrs: Sequence[str], weights: Sequence[float] | None = None) -> np.ndarray:
+        """Dense table of counts over ``attrs``, axes in the order given."""
+        return self.marginals([tuple(attrs)], weights=weights)[0]
+
+    def marginals(
+        self, cliques: Sequence[Sequence[str]], weights: Sequence[float] | None = None, n_jobs: int | None = None
+    ) -> list[np.ndarray]:
+        """Many marginals at once, sharing work (see `marginals.tables`).
+
+        Counts are int64, or float64 when row weights are given (here or at construction).
+        """
+        axes = [self.domain.axes(tuple(cl)) for cl in cliques]
+        w = self.weights if weights is None else self._check_weights(weights, len(self))
+        return count_tables(self._codes, self.domain.shape, axes, weights=w, n_jobs=n_jobs)
+
+    def __repr__(self) -> str:
+        return f"Dataset({len(self)} rows, {len(self.domain)} attributes)"

@@ -1,0 +1,220 @@
+"""Privacy accounting in zero-concentrated DP (zCDP) and its conversion to (epsilon, delta)-DP.
+
+Conversion: the tight bound of Canonne, Kamath and Steinke (2020, "The Discrete Gaussian for
+Differential Privacy", Prop. 12 / Cor. 13): a rho-zCDP mechanism is (eps, delta)-DP with
+
+    delta = inf_{alpha > 1} exp((alpha - 1)(alpha rho - eps)) / (alpha - 1) * (1 - 1/alpha)^alpha.
+
+The log of the objective is strictly convex in alpha, so its minimiser is the root of the
+derivative (2 alpha - 1) rho - eps + log(1 - 1/alpha), found with Brent's method to machine
+precision. `cdp_rho` and `cdp_eps` invert `cdp_delta` the same way.
+
+`Accountant` is the one ledger every noisy release goes through. Charges (sequential
+composition in zCDP): Gaussian mechanism Delta^2 / (2 sigma^2), exponential mechanism
+eps^2 / 8 (bounded-range analysis, Cesar & Rogers 2021), or a raw rho.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from scipy.optimize import brentq
+
+#: relative slack allowed when a charge meets the budget exactly (floating-point sums).
+BUDGET_RTOL = 1e-9
+
+
+def _log_delta(rho: float, eps: float, alpha: float) -> float:
+    return (alpha - 1) * (alpha * rho - eps) + alpha * math.log1p(-1.0 / alpha) - math.log(alpha - 1)
+
+
+def cdp_delta(rho: float, eps: float) -> float:
+    """Smallest delta such that rho-zCDP implies (eps, delta)-DP (tight CKS20 conversion)."""
+    rho, eps = float(rho), float(eps)
+    if rho < 0 or eps < 0 or not (math.isfinite(rho) and math.isfinite(eps)):
+        raise ValueError(f"cdp_delta needs finite rho >= 0 and eps >= 0, got rho={rho}, eps={eps}")
+    if rho == 0:
+        return 0.0
+
+    def slope(alpha: float) -> float:
+        return (2 * alpha - 1) * rho - eps + math.log1p(-1.0 / alpha)
+
+    lo = 1.0 + 1e-12  # slope -> -inf as alpha -> 1, so the root lies above lo
+    hi = max(2.0, (eps + 1) / (2 * rho) + 2)
+    while slope(hi) <= 0:
+        hi *= 2
+    alpha = brentq(slope, lo, hi, xtol=1e-15, rtol=1e-15, maxiter=500)
+    return min(1.0, math.exp(_log_delta(rho, eps, alpha)))
+
+
+def cdp_rho(eps: float, delta: float) -> float:
+    """Largest rho such that rho-zCDP implies (eps, delta)-DP."""
+    eps, delta = float(eps), float(delta)
+    if not (eps > 0 and math.isfinite(eps)):
+        raise ValueError(f"epsilon must be a finite number > 0, got {eps}")
+    if not (0 < delta < 1):
+        raise ValueError(f"delta must lie in (0, 1), got {delta}")
+    # delta(rho) increases from 0 (rho -> 0) to 1: bracket the crossing, then solve in log space.
+    hi = eps + 1.0
+    while cdp_delta(hi, eps) <= delta:
+        hi *= 2
+    lo = hi / 2
+    while cdp_delta(lo, eps) > delta:
+        lo /= 2
+    f = lambda r: math.log(max(cdp_delta(r, eps), 1e-300)) - math.log(delta)
+    rho = brentq(f, lo, hi, xtol=1e-300, rtol=1e-15, maxiter=500)
+    while cdp_delta(rho, eps) > delta:  # round toward safety: never report a rho that breaks delta
+        rho = math.nextafter(rho, 0.0)
+    return rho
+
+
+def cdp_eps(rho: float, delta: float) -> float:
+    """Smallest eps such that rho-zCDP implies (eps, delta)-DP."""
+    rho, delta = float(rho), float(delta)
+    if rho < 0 or not math.isfinite(rho):
+        raise ValueError(f"rho must be a finite number >= 0, got {rho}")
+    if not (0 < delta < 1):
+        raise ValueError(f"delta must lie in (0, 1), got {delta}")
+    if rho == 0:
+        return 0.0
+    hi = rho + 2 * math.sqrt(rho * math.log(1 / delta))  # the classic bound: always sufficient
+    if cdp_delta(rho, 0.0) <= delta:
+        return 0.0
+    f = lambda e: math.log(max(cdp_delta(rho, e), 1e-300)) - math.log(delta)
+    eps = brentq(f, 0.0, hi, xtol=1e-300, rtol=1e-15, maxiter=500)
+    while cdp_delta(rho, eps) > delta:  # round toward safety: the reported eps must hold
+        eps = math.nextafter(eps, math.inf)
+    return eps
+
+
+class BudgetExceeded(RuntimeError):
+    """A charge would take the ledger over its budget; nothing was recorded."""
+
+
+@dataclass(frozen=True)
+class Charge:
+    """One entry of the privacy ledger."""
+
+    label: str
+    mechanism: str
+    rho: float
+    params: dict = field(default_factory=dict)
+
+
+class Accountant:
+    """A zCDP ledger with a fixed budget ``rho``; refuses any charge that would exceed it.
+
+    Example:
+        >>> acct = Accountant(cdp_rho(1.0, 1e-9), delta=1e-9)
+        >>> acct.gaussian(sigma=20.0, label="age")
+        0.00125
+        >>> acct.remaining > 0
+        True
+    """
+
+    def __init__(self, rho: float, delta: float | None = None) -> None:
+        rho = float(rho)
+        if not (rho > 0 and math.isfinite(rho)):
+            raise ValueError(f"the zCDP budget rho must be a finite number > 0, got {rho}")
+        self.rho = rho
+        self.delta = delta
+        self._charges: list[Charge] = []
+
+    @classmethod
+    def from_epsilon(cls, epsilon: float, delta: float) -> "Accountant":
+        """A ledger whose total budget is (epsilon, delta)-DP, converted to zCDP."""
+        return cls(cdp_rho(epsilon, delta), delta=delta)
+
+    @property
+    def charges(self) -> tuple[Charge, ...]:
+        return tuple(self._charges)
+
+    @property
+    def spent(self) -> float:
+        """Total rho charged so far (compensated sum)."""
+        return math.fsum(c.rho for c in self._charges)
+
+    @property
+    def remaining(self) -> float:
+        """Budget left, never negative."""
+        return max(0.0, self.rho - self.spent)
+
+    def can_afford(self, rho: float) -> bool:
+        """Whether a charge of ``rho`` fits in the remaining budget (within the tolerance)."""
+        return self.spent + rho <= self.rho * (1 + BUDGET_RTOL)
+
+    def charge(self, rho: float, label: str = "", mechanism: str = "raw", **params) -> float:
+        """Record a raw zCDP charge; raise `BudgetExceeded` (recording nothing) if it does not fit."""
+        rho = float(rho)
+        if not (rho >= 0 and math.isfinite(rho)):
+            raise ValueError(f"a charge must be a finite rho >= 0, got {rho}")
+        if not self.can_afford(rho):
+            raise BudgetExceeded(
+                f"charge {label!r} of rho={rho:.6g} exceeds the remaining budget "
+                f"{self.remaining:.6g} (spent {self.spent:.6g} of {self.rho:.6g})"
+            )
+        self._charges.append(Charge(label, mechanism, rho, dict(params)))
+        return rho
+
+    def gaussian(self, sigma: float, sensitivity: float = 1.0, label: str = "") -> float:
+        """Charge a Gaussian mechanism with noise scale ``sigma`` and L2 ``sensitivity``."""
+        sigma, sensitivity = float(sigma), float(sensitivity)
+        if not (sigma > 0 and math.isfinite(sigma)):
+            raise ValueError(f"sigma must be a finite number > 0, got {sigma}")
+        if not (sensitivity >= 0 and math.isfinite(sensitivity)):
+            raise ValueError(f"sensitivity must be finite and >= 0, got {sensitivity}")
+        return self.charge(sensitivity**2 / (2 * sigma**2), label, "gaussian", sigma=sigma, sensitivity=sensitivity)
+
+    def exponential(self, epsilon: float, label: str = "") -> float:
+        """Charge an exponential mechanism run with parameter ``epsilon`` (eps^2/8 zCDP)."""
+        epsilon = float(epsilon)
+        if not (epsilon > 0 and math.isfinite(epsilon)):
+            raise ValueError(f"epsilon must be a finite number > 0, got {epsilon}")
+        return self.charge(epsilon**2 / 8, label, "exponential", epsilon=epsilon)
+
+    def epsilon(self, delta: float | None = None, spent: bool = True) -> float:
+        """The (eps, delta)-DP epsilon of what was spent (or of the whole budget)."""
+        delta = self.delta if delta is None else delta
+        if delta is None:
+            raise ValueError("pass delta (the accountant was created without one)")
+        return cdp_eps(self.spent if spent else self.rho, delta)
+
+    def to_dict(self) -> dict:
+        """A JSON-ready copy of the ledger."""
+        return {
+            "rho": self.rho,
+            "delta": self.delta,
+            "charges": [
+                {"label": c.label, "mechanism": c.mechanism, "rho": c.rho, "params": c.params} for c in self._charges
+            ],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Accountant":
+        """Rebuild a ledger written by `to_dict` (charges re-checked against the budget)."""
+        acct = cls(data["rho"], data.get("delta"))
+        for c in data["charges"]:
+            acct.charge(c["rho"], c["label"], c["mechanism"], **c.get("params", {}))
+        return acct
+
+    def summary(self) -> str:
+        """A readable ledger: each mechanism's total, then the budget in zCDP and (eps, delta)."""
+        lines = [f"privacy ledger: {len(self._charges)} charge(s)"]
+        kinds: dict[str, list[Charge]] = {}
+        for c in self._charges:
+            kinds.setdefault(c.mechanism, []).append(c)
+        for kind, items in kinds.items():
+            total = math.fsum(c.rho for c in items)
+            lines.append(f"  {kind:<12} {len(items):5d} charge(s)  rho = {total:.6g}")
+        pct = 100 * self.spent / self.rho
+        lines.append(f"  spent rho = {self.spent:.6g} of {self.rho:.6g} ({pct:.2f}%), remaining {self.remaining:.6g}")
+        if self.delta is not None:
+            lines.append(
+                f"  as (eps, delta)-DP with delta = {self.delta:g}: spent eps = {self.epsilon():.6g}, "
+                f"budget eps = {self.epsilon(spent=False):.6g}"
+            )
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return f"Accountant(rho={self.rho:.6g}, spent={self.spent:.6g}, charges={len(self._charges)})"

@@ -1,0 +1,21 @@
+# Sourced by scripts/main.sh and scripts/test.sh: create ./.venv on first use and (re)install the
+# project whenever pyproject.toml changes. Needs Python >= 3.11 on PATH (python3.11+ or python3).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="$root/.venv"
+if [ ! -x "$venv/bin/python" ]; then
+  py=""
+  for cand in python3.13 python3.12 python3.11 python3; do
+    if command -v "$cand" >/dev/null 2>&1 && "$cand" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+      py="$cand"; break
+    fi
+  done
+  [ -n "$py" ] || { echo "error: Python >= 3.11 is required" >&2; exit 1; }
+  "$py" -m venv "$venv"
+fi
+stamp="$venv/.installed-$(cksum < "$root/pyproject.toml" | cut -d' ' -f1)"
+if [ ! -f "$stamp" ]; then
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip >&2
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check -e "$root[test]" >&2
+  rm -f "$venv"/.installed-* && touch "$stamp"
+fi

@@ -1,0 +1,86 @@
+"""`Model`: a fitted graphical model — log-potentials on cliques, a total, and a junction tree.
+
+Calibrated beliefs are computed once (lazily, or handed over by the estimator) and shared by
+every query: `project`, the batched `marginals`, and `synthetic_data`.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from marginals.domain import Domain
+
+from .factor import Factor
+from .inference import TreeEngine
+from .junction_tree import Clique, JunctionTree, build_junction_tree
+from .queries import MarginalOracle
+
+
+class Model:
+    """A graphical model over ``domain`` with log-potentials on ``cliques`` and ``total`` rows."""
+
+    def __init__(
+        self,
+        domain: Domain,
+        cliques: Sequence[Sequence[str]],
+        potentials: Sequence[np.ndarray],
+        total: float,
+        tree: JunctionTree | None = None,
+        beliefs: Sequence[np.ndarray] | None = None,
+        info: dict | None = None,
+    ) -> None:
+        self.domain = domain
+        self.cliques: tuple[Clique, ...] = tuple(domain.check(c) for c in cliques)
+        if len(potentials) != len(self.cliques):
+            raise ValueError(f"{len(self.cliques)} cliques but {len(potentials)} potential tables")
+        self.potentials: dict[Clique, Factor] = {
+            c: Factor(domain.project(c), np.asarray(p, dtype=np.float64)) for c, p in zip(self.cliques, potentials)
+        }
+        self.total = float(total)
+        self.tree = tree if tree is not None else build_junction_tree(domain, self.cliques)
+        self.info = dict(info or {})
+        self._beliefs = None if beliefs is None else list(beliefs)
+        self._oracle: MarginalOracle | None = None
+
+    @property
+    def beliefs(self) -> list[np.ndarray]:
+        """Calibrated node marginals (counts) of the junction tree, computed once."""
+        if self._beliefs is None:
+            engine = TreeEngine(self.tree, self.cliques)
+            self._beliefs = engine.calibrate([f.values for f in self.potentials.values()], self.total)
+        return self._beliefs
+
+    @property
+    def oracle(self) -> MarginalOracle:
+        if self._oracle is None:
+            self._oracle = MarginalOracle(self.tree, self.beliefs, self.total)
+        return self._oracle
+
+    @property
+    def size_mb(self) -> float:
+        """Memory of the junction-tree tables in MiB."""
+        return self.tree.size_mb
+
+    def project(self, attrs: Sequence[str]) -> Factor:
+        """The model's marginal (counts) over ``attrs`` as a `Factor`, axes in the order given."""
+        attrs = self.domain.check(attrs)
+        return Factor(self.domain.project(attrs), self.oracle.marginal(attrs))
+
+    def marginals(self, subsets: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """Marginals (counts, axes in the order given) of many attribute subsets, sharing one calibration."""
+        return self.oracle.marginals(subsets)
+
+    def synthetic_data(self, n: int | None = None, rng: np.random.Generator | None = None) -> pd.DataFrame:
+        """``n`` synthetic rows (default round(total)) as a DataFrame in domain order."""
+        from .sampling import sample_rows
+
+        if rng is None:
+            raise TypeError("synthetic_data needs an explicit numpy.random.Generator (rng=...)")
+        n = int(round(self.total)) if n is None else int(n)
+        return sample_rows(self, n, rng)
+
+    def __repr__(self) -> str:
+        return f"Model({len(self.cliques)} cliques, total={self.total:.1f}, {self.size_mb:.3f} MB)"

@@ -30,7 +30,12 @@ def _code_dtype(levels: int) -> np.dtype:
 
 def _example(mask: np.ndarray, values: np.ndarray, index: pd.Index) -> str:
     pos = int(np.flatnonzero(mask)[0])
-    return f"e.g. {values[pos]!r} at row {index[pos]!r}"
+    return f"e.g. {_plain(values[pos])!r} at row {_plain(index[pos])!r}"
+
+
+def _plain(value: object) -> object:
+    """A numpy scalar as the Python scalar it holds (so messages read ``-1``, not ``np.int64(-1)``)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _validate_column(name: str, series: pd.Series, levels: int) -> np.ndarray:
@@ -104,7 +109,10 @@ class Dataset:
             raise DataError(f"weights: expected {n} values (one per row), got shape {w.shape}")
         bad = ~np.isfinite(w) | (w < 0)
         if bad.any():
-            raise DataError(f"weights: {int(bad.sum())} negative or non-finite value(s), e.g. {w[bad][0]!r}")
+            pos = int(np.flatnonzero(bad)[0])
+            raise DataError(
+                f"weights: {int(bad.sum())} negative or non-finite value(s), e.g. {_plain(w[pos])!r} at row {pos}"
+            )
         return w
 
     @classmethod

@@ -40,7 +40,11 @@ def cdp_delta(rho: float, eps: float) -> float:
     def slope(alpha: float) -> float:
         return (2 * alpha - 1) * rho - eps + math.log1p(-1.0 / alpha)
 
-    lo = 1.0 + 1e-12  # slope -> -inf as alpha -> 1, so the root lies above lo
+    lo = 1.0 + 1e-12  # slope -> -inf as alpha -> 1, so the root usually lies above lo
+    if slope(lo) >= 0:
+        # rho - eps > ~27: the minimiser is within 1e-12 of alpha = 1, where the bound tends to 1;
+        # the value at lo is a valid (and essentially tight) delta.
+        return min(1.0, math.exp(_log_delta(rho, eps, lo)))
     hi = max(2.0, (eps + 1) / (2 * rho) + 2)
     while slope(hi) <= 0:
         hi *= 2
@@ -120,6 +124,7 @@ class Accountant:
         self.rho = rho
         self.delta = delta
         self._charges: list[Charge] = []
+        self._spent = 0.0
 
     @classmethod
     def from_epsilon(cls, epsilon: float, delta: float) -> "Accountant":
@@ -132,8 +137,8 @@ class Accountant:
 
     @property
     def spent(self) -> float:
-        """Total rho charged so far (compensated sum)."""
-        return math.fsum(c.rho for c in self._charges)
+        """Total rho charged so far (compensated sum, updated once per charge)."""
+        return self._spent
 
     @property
     def remaining(self) -> float:
@@ -155,6 +160,7 @@ class Accountant:
                 f"{self.remaining:.6g} (spent {self.spent:.6g} of {self.rho:.6g})"
             )
         self._charges.append(Charge(label, mechanism, rho, dict(params)))
+        self._spent = math.fsum(c.rho for c in self._charges)
         return rho
 
     def gaussian(self, sigma: float, sensitivity: float = 1.0, label: str = "") -> float:

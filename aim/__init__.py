@@ -1,1 +1,19 @@
 """The AIM mechanism (adaptive select-measure-reconstruct) returning a release."""
+
+from .mechanism import AIM, plan_round, round_cost, round_scales, should_anneal
+from .metrics import workload_error
+from .release import Release
+from .workload import all_k_way, candidates, normalize_workload
+
+__all__ = [
+    "AIM",
+    "Release",
+    "all_k_way",
+    "candidates",
+    "normalize_workload",
+    "plan_round",
+    "round_cost",
+    "round_scales",
+    "should_anneal",
+    "workload_error",
+]

@@ -43,7 +43,7 @@ def _eliminate(domain: Domain, adjacency: dict[str, set[str]]) -> tuple[list[str
     order: list[str] = []
     elim_cliques: list[frozenset[str]] = []
     while adjacency:
-        best = min(adjacency, key=lambda a: (size[a] * math.prod(size[b] for b in adjacency[a]), rank[a]))
+        best = min(adjacency, key=lambda a: (math.prod([size[b] for b in adjacency[a]], start=size[a]), rank[a]))
         nbrs = adjacency.pop(best)
         for b in nbrs:  # connect the neighbours (fill edges) and drop the eliminated attribute
             adjacency[b].discard(best)
@@ -91,13 +91,26 @@ def maximal_cliques(domain: Domain, cliques: Iterable[Sequence[str]]) -> list[Cl
 
 @lru_cache(maxsize=200_000)
 def _size_cells(domain: Domain, cliques: frozenset[frozenset[str]]) -> int:
-    nodes = maximal_cliques(domain, cliques)
-    return sum(domain.size(c) for c in nodes)
+    adjacency: dict[str, set[str]] = {a: set() for a in domain.attrs}
+    for cl in cliques:
+        for a in cl:
+            adjacency[a].update(cl)
+            adjacency[a].discard(a)
+    elim = _eliminate(domain, adjacency)[1]
+    size = dict(zip(domain.attrs, domain.shape))
+    kept: list[frozenset[str]] = []
+    for s in sorted(set(elim), key=len, reverse=True):
+        if not any(s <= k for k in kept):
+            kept.append(s)
+    return sum(math.prod(size[a] for a in k) for k in kept)
 
 
 def model_size_mb(domain: Domain, cliques: Iterable[Sequence[str]]) -> float:
     """Memory of the junction-tree clique tables in MiB (cells x 8 bytes / 2^20), memoized by clique set."""
     key = frozenset(frozenset(c) for c in cliques)
+    unknown = {a for c in key for a in c} - set(domain.attrs)
+    if unknown:
+        raise ValueError(f"unknown attribute(s) {sorted(unknown)}; the domain has {list(domain.attrs)}")
     return _size_cells(domain, key) * 8 / 2**20
 
 

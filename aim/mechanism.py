@@ -1,0 +1,232 @@
+"""AIM (McKenna, Mullins, Sheldon, Miklau 2022): adaptive select-measure-reconstruct under zCDP.
+
+Budget: rho = cdp_rho(epsilon, delta). With T = 16 d initial rounds, every measurement uses
+sigma = sqrt(T / (2 * 0.9 * rho)) and every selection eps = sqrt(8 * 0.1 * rho / T), i.e. a round
+costs 1/(2 sigma^2) + eps^2/8 = rho / T. All 1-way marginals are measured first. A round that
+would leave less than one more round's cost spends exactly the remainder (split 90/10) and is
+the last. When the newly measured marginal moved by less than the expected noise magnitude
+sqrt(2/pi) sigma n_r, the scale is annealed (sigma / 2, eps * 2).
+
+Selection: candidate r scores q(r) = w_r (||x_r - x̂_r||_1 - sqrt(2/pi) sigma n_r) (sigma: the
+scale about to be used), chosen by the exponential mechanism with sensitivity max w_r over the
+candidates that pass the model-size filter (inside a current junction-tree node, or the
+hypothetical model stays under max_model_size * rho_used / rho MB).
+
+Every charge goes through one `Accountant`; the run asserts the ledger never exceeds rho.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from typing import Sequence
+
+import numpy as np
+
+from marginals.dataset import Dataset
+from marginals.mechanisms import exponential_mechanism, measure_counts
+from marginals.privacy import BUDGET_RTOL, Accountant, cdp_rho
+from pgm.estimation import estimate
+from pgm.junction_tree import model_size_mb
+
+from .release import Release
+from .workload import Clique, all_k_way, candidates, normalize_workload
+
+MEASURE_SHARE = 0.9  # of each round's budget; the rest pays for the selection
+EXPECTED_L1 = math.sqrt(2 / math.pi)  # E|N(0, 1)|
+
+
+def round_scales(rho_round: float) -> tuple[float, float]:
+    """(sigma, eps_select) that spend ``rho_round`` split 90% measurement / 10% selection."""
+    sigma = math.sqrt(1.0 / (2 * MEASURE_SHARE * rho_round))
+    eps = math.sqrt(8 * (1 - MEASURE_SHARE) * rho_round)
+    return sigma, eps
+
+
+def round_cost(sigma: float, eps: float) -> float:
+    """zCDP cost of one round: a Gaussian measurement plus one exponential-mechanism selection."""
+    return 0.5 / sigma**2 + eps**2 / 8
+
+
+def plan_round(remaining: float, sigma: float, eps: float) -> tuple[float, float, bool]:
+    """Scales for the next round; the last round (less than two rounds' budget left) spends the remainder."""
+    if remaining < 2 * round_cost(sigma, eps):
+        sigma, eps = round_scales(remaining)
+        return sigma, eps, True
+    return sigma, eps, False
+
+
+def should_anneal(before: np.ndarray, after: np.ndarray, sigma: float) -> bool:
+    """True when the measured marginal moved no more than the expected L1 norm of its noise."""
+    return float(np.abs(after - before).sum()) <= EXPECTED_L1 * sigma * before.size
+
+
+class AIM:
+    """The AIM mechanism; ``run(dataset)`` returns a `Release`.
+
+    Args:
+        epsilon, delta: the (epsilon, delta)-DP guarantee of the whole run.
+        workload: (clique, weight) pairs; default all 2-way marginals with <= max_cells cells.
+        max_model_size: cap on the junction-tree size in MB (reached when the budget is spent).
+        max_iters / tol: mirror-descent iterations and relative tolerance per round.
+        final_iters: iterations of the final estimation (tolerance ``tol / 10``).
+        rounds: T, the initial number of rounds (default 16 x number of attributes).
+        seed: makes the whole run reproducible; progress: per-round lines on stderr.
+    """
+
+    def __init__(
+        self,
+        epsilon: float,
+        delta: float = 1e-9,
+        workload: Sequence | None = None,
+        max_model_size: float = 80.0,
+        max_iters: int = 250,
+        tol: float | None = 1e-4,
+        final_iters: int = 1000,
+        rounds: int | None = None,
+        max_cells: int = 10_000,
+        loss_weight: str = "inverse_variance",
+        seed: int | None = None,
+        progress: bool = False,
+    ) -> None:
+        self.epsilon = epsilon
+        self.delta = delta
+        self.workload = workload
+        self.max_model_size = max_model_size
+        self.max_iters = max_iters
+        self.tol = tol
+        self.final_iters = final_iters
+        self.rounds = rounds
+        self.max_cells = max_cells
+        self.loss_weight = loss_weight
+        self.seed = seed
+        self.progress = progress
+
+    def _log(self, message: str) -> None:
+        if self.progress:
+            print(message, file=sys.stderr, flush=True)
+
+    def _config(self, workload) -> dict:
+        return {
+            "mechanism": "AIM",
+            "epsilon": float(self.epsilon),
+            "delta": float(self.delta),
+            "max_model_size": float(self.max_model_size),
+            "max_iters": int(self.max_iters),
+            "tol": self.tol,
+            "final_iters": int(self.final_iters),
+            "rounds": self.rounds,
+            "max_cells": int(self.max_cells),
+            "loss_weight": self.loss_weight,
+            "workload": [[list(c), w] for c, w in workload],
+        }
+
+    def run(self, dataset: Dataset) -> Release:
+        """Run AIM on ``dataset`` and return the release (measurements, model, ledger, log)."""
+        if not isinstance(dataset, Dataset):
+            raise TypeError(f"AIM.run needs a marginals.Dataset, got {type(dataset).__name__}")
+        if not (self.max_model_size > 0):
+            raise ValueError(f"max_model_size must be > 0 MB, got {self.max_model_size}")
+        domain = dataset.domain
+        workload = normalize_workload(
+            domain, self.workload if self.workload is not None else all_k_way(domain, 2, self.max_cells)
+        )
+        rho = cdp_rho(self.epsilon, self.delta)
+        ledger = Accountant(rho, delta=self.delta)
+        rng = np.random.default_rng(self.seed)
+        start = time.perf_counter()
+
+        cand_weights = candidates(domain, workload)
+        oneway = [(a,) for a in domain.attrs]
+        cand_list = list(cand_weights)
+        queries = cand_list + [c for c in oneway if c not in cand_weights]
+        answers = dict(zip(queries, dataset.marginals(queries)))  # true answers, computed once
+
+        T = self.rounds if self.rounds is not None else 16 * len(domain)
+        if T < len(domain) + 1:
+            raise ValueError(f"rounds must exceed the number of attributes ({len(domain)}), got {T}")
+        sigma, eps = round_scales(rho / T)
+        measurements = []
+        for clique in oneway:
+            measurements.append(measure_counts(answers[clique], clique, sigma, rng, ledger, label=f"init {clique[0]}"))
+        model = estimate(domain, measurements, iters=self.max_iters, tol=self.tol, loss_weight=self.loss_weight)
+        log: list[dict] = []
+        self._log(
+            f"AIM: eps={self.epsilon:g} delta={self.delta:g} rho={rho:.6g}, {len(cand_list)} candidates, "
+            f"T={T}, sigma={sigma:.2f}; 1-way marginals measured ({100 * ledger.spent / rho:.1f}% of budget)"
+        )
+        terminate = False
+        while not terminate:
+            round_start = time.perf_counter()
+            sigma, eps, terminate = plan_round(rho - ledger.spent, sigma, eps)
+            rho_used = ledger.spent + round_cost(sigma, eps)
+            size_limit = self.max_model_size * rho_used / rho
+            allowed = self._filter(domain, model, cand_list, size_limit)
+            estimates = model.marginals(allowed)
+            penalty = EXPECTED_L1 * sigma
+            scores = np.array(
+                [
+                    cand_weights[r] * (np.abs(answers[r] - est).sum() - penalty * est.size)
+                    for r, est in zip(allowed, estimates)
+                ]
+            )
+            sensitivity = max(cand_weights[r] for r in allowed)
+            choice = allowed[exponential_mechanism(scores, eps, sensitivity, rng, ledger, label=f"select round {len(log) + 1}")]
+            measurements.append(measure_counts(answers[choice], choice, sigma, rng, ledger, label=f"round {len(log) + 1}"))
+            before = estimates[allowed.index(choice)]
+            model = estimate(
+                domain, measurements, iters=self.max_iters, tol=self.tol, warm_start=model, loss_weight=self.loss_weight
+            )
+            anneal = should_anneal(before, model.marginals([choice])[0], sigma)
+            log.append(
+                {
+                    "round": len(log) + 1,
+                    "clique": list(choice),
+                    "sigma": sigma,
+                    "eps_select": eps,
+                    "rho_used": ledger.spent,
+                    "candidates": len(allowed),
+                    "model_size_mb": model.size_mb,
+                    "iterations": model.info["iterations"],
+                    "annealed": anneal,
+                    "seconds": time.perf_counter() - round_start,
+                }
+            )
+            self._log(
+                f"round {len(log):3d}  budget {100 * ledger.spent / rho:5.1f}%  {','.join(choice):<40} "
+                f"sigma={sigma:8.2f}  model {model.size_mb:6.2f} MB  {log[-1]['seconds']:.2f}s"
+                + ("  (anneal)" if anneal else "")
+            )
+            if anneal and not terminate:
+                sigma, eps = sigma / 2, eps * 2
+        model = estimate(
+            domain,
+            measurements,
+            iters=self.final_iters,
+            tol=None if self.tol is None else self.tol / 10,
+            warm_start=model,
+            loss_weight=self.loss_weight,
+        )
+        assert ledger.spent <= rho * (1 + BUDGET_RTOL), "privacy ledger exceeds the budget"
+        self._log(f"AIM done: {len(log)} rounds, {time.perf_counter() - start:.1f}s, model {model.size_mb:.2f} MB")
+        return Release(
+            domain=domain,
+            measurements=measurements,
+            model=model,
+            ledger=ledger,
+            rounds=log,
+            config=self._config(workload),
+            seed=self.seed,
+        )
+
+    @staticmethod
+    def _filter(domain, model, cand_list: list[Clique], size_limit: float) -> list[Clique]:
+        """Candidates inside a junction-tree node (free), or whose hypothetical model fits ``size_limit``."""
+        nodes = [set(n) for n in model.tree.nodes]
+        base = list(model.cliques)
+        allowed = []
+        for r in cand_list:
+            if any(set(r) <= n for n in nodes) or model_size_mb(domain, base + [r]) <= size_limit:
+                allowed.append(r)
+        return allowed

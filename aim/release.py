@@ -1,0 +1,133 @@
+"""`Release`: everything a DP run publishes — measurements, the fitted model, the privacy ledger,
+the per-round log, the configuration and the seed — and its one-file, versioned storage.
+
+File format: an ``.npz`` (no pickle) holding a JSON header (``header``) plus one array per
+measurement (``measurement_<i>``) and per model potential (``potential_<i>``); written atomically.
+Everything here is post-processing of the DP measurements: no private rows are kept.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from marginals.domain import Domain, write_bytes_atomic
+from marginals.mechanisms import Measurement
+from marginals.privacy import Accountant
+from pgm.model import Model
+
+FORMAT = "dp-marginals-release"
+VERSION = 1
+
+
+@dataclass(eq=False)
+class Release:
+    """The output of a DP mechanism: ``measurements`` + fitted ``model`` + ``ledger``."""
+
+    domain: Domain
+    measurements: list[Measurement]
+    model: Model
+    ledger: Accountant
+    rounds: list[dict] = field(default_factory=list)
+    config: dict = field(default_factory=dict)
+    seed: int | None = None
+
+    @property
+    def epsilon(self) -> float | None:
+        return self.config.get("epsilon")
+
+    @property
+    def delta(self) -> float | None:
+        return self.ledger.delta
+
+    @property
+    def total(self) -> float:
+        """The model's (noisy) estimate of the number of rows."""
+        return self.model.total
+
+    def marginal(self, attrs: Sequence[str]) -> np.ndarray:
+        """The released model's marginal (counts) over ``attrs``, axes in the order given."""
+        return self.model.marginals([tuple(attrs)])[0]
+
+    def marginals(self, cliques: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """Many model marginals in one batched call (what DD-SSP consumes)."""
+        return self.model.marginals([tuple(c) for c in cliques])
+
+    def synthetic_data(self, n: int | None = None, rng: np.random.Generator | int | None = None) -> pd.DataFrame:
+        """Synthetic rows from the model (default n = round(total); default rng seeded from the release seed)."""
+        if rng is None:
+            rng = np.random.default_rng([self.seed if self.seed is not None else 0, 1])
+        elif not isinstance(rng, np.random.Generator):
+            rng = np.random.default_rng(rng)
+        return self.model.synthetic_data(n, rng)
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the release to one ``.npz`` file atomically (see the module docstring)."""
+        header = {
+            "format": FORMAT,
+            "version": VERSION,
+            "domain": self.domain.to_dict(),
+            "measurements": [{"clique": list(m.clique), "sigma": m.sigma} for m in self.measurements],
+            "model": {
+                "cliques": [list(c) for c in self.model.cliques],
+                "total": self.model.total,
+                "info": {k: v for k, v in self.model.info.items() if isinstance(v, (int, float, str, bool))},
+            },
+            "ledger": self.ledger.to_dict(),
+            "rounds": self.rounds,
+            "config": self.config,
+            "seed": self.seed,
+        }
+        arrays = {"header": np.array(json.dumps(header))}
+        for i, m in enumerate(self.measurements):
+            arrays[f"measurement_{i}"] = m.noisy_counts
+        for i, factor in enumerate(self.model.potentials.values()):
+            arrays[f"potential_{i}"] = factor.values
+        buffer = io.BytesIO()
+        np.savez_compressed(buffer, **arrays)
+        write_bytes_atomic(path, buffer.getvalue())
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Release":
+        """Read a file written by `save` (checks the format name and version)."""
+        with np.load(path, allow_pickle=False) as npz:
+            if "header" not in npz.files:
+                raise ValueError(f"{path}: not a release file (no header)")
+            header = json.loads(str(npz["header"]))
+            if header.get("format") != FORMAT:
+                raise ValueError(f"{path}: not a release file (format {header.get('format')!r})")
+            if header.get("version") != VERSION:
+                raise ValueError(f"{path}: release format version {header.get('version')} is not supported (expected {VERSION})")
+            domain = Domain.from_dict(header["domain"])
+            measurements = [
+                Measurement(tuple(m["clique"]), npz[f"measurement_{i}"], m["sigma"])
+                for i, m in enumerate(header["measurements"])
+            ]
+            cliques = [tuple(c) for c in header["model"]["cliques"]]
+            potentials = [npz[f"potential_{i}"] for i in range(len(cliques))]
+        model = Model(domain, cliques, potentials, header["model"]["total"], info=header["model"]["info"])
+        return cls(
+            domain=domain,
+            measurements=measurements,
+            model=model,
+            ledger=Accountant.from_dict(header["ledger"]),
+            rounds=header["rounds"],
+            config=header["config"],
+            seed=header["seed"],
+        )
+
+    def summary(self) -> str:
+        """A short readable description: size, rounds, model and ledger."""
+        lines = [
+            f"release over {len(self.domain)} attributes: {len(self.measurements)} measurements, "
+            f"{len(self.rounds)} selection rounds, model {len(self.model.cliques)} cliques / {self.model.size_mb:.2f} MB, "
+            f"estimated rows {self.model.total:,.0f}",
+            self.ledger.summary(),
+        ]
+        return "\n".join(lines)

@@ -1,0 +1,63 @@
+"""Workloads (weighted marginal queries the analyst cares about) and AIM's candidate set.
+
+A workload is an ordered list of ``(clique, weight)``; cliques are stored in domain order so a
+workload built from a set, a dict or a shuffled list always gives the same run. Candidates are
+the downward closure of the workload cliques, each with weight w_r = sum_s c_s |r ∩ s|.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Iterable, Sequence
+
+from marginals.domain import Domain
+
+Clique = tuple[str, ...]
+Workload = list[tuple[Clique, float]]
+
+
+def _sort_key(domain: Domain, clique: Clique) -> tuple:
+    return (len(clique), [domain.attrs.index(a) for a in clique])
+
+
+def normalize_workload(domain: Domain, workload: Iterable[tuple[Sequence[str], float] | Sequence[str]]) -> Workload:
+    """Validate a workload; cliques in domain order, merged duplicates (weights add), deterministic order."""
+    merged: dict[Clique, float] = {}
+    for item in workload:
+        if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], (int, float)) and not isinstance(item[1], bool):
+            clique, weight = item
+        else:
+            clique, weight = item, 1.0
+        if isinstance(clique, str):
+            raise ValueError(f"a workload clique must be a sequence of attribute names, got the string {clique!r}")
+        clique = domain.canonical(domain.check(tuple(clique)))
+        if not clique:
+            raise ValueError("a workload clique must name at least one attribute")
+        weight = float(weight)
+        if not weight > 0:
+            raise ValueError(f"workload weight of {clique} must be > 0, got {weight}")
+        merged[clique] = merged.get(clique, 0.0) + weight
+    if not merged:
+        raise ValueError("the workload is empty")
+    return sorted(merged.items(), key=lambda cw: _sort_key(domain, cw[0]))
+
+
+def all_k_way(domain: Domain, k: int = 2, max_cells: int = 10_000) -> Workload:
+    """Every k-way marginal with at most ``max_cells`` cells, weight 1 (AIM's default workload is k = 2)."""
+    cliques = [c for c in itertools.combinations(domain.attrs, k) if domain.size(c) <= max_cells]
+    if not cliques:
+        raise ValueError(f"no {k}-way marginal of this domain has at most {max_cells} cells")
+    return [(c, 1.0) for c in cliques]
+
+
+def candidates(domain: Domain, workload: Workload) -> dict[Clique, float]:
+    """Downward closure of the workload cliques with weights w_r = sum_s c_s |r ∩ s| (deterministic order)."""
+    closure: set[Clique] = set()
+    for clique, _ in workload:
+        for k in range(1, len(clique) + 1):
+            closure.update(itertools.combinations(clique, k))  # subsets keep domain order
+    weights = {}
+    for r in sorted(closure, key=lambda c: _sort_key(domain, c)):
+        rs = set(r)
+        weights[r] = float(sum(w * len(rs & set(s)) for s, w in workload))
+    return weights

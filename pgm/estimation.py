@@ -115,6 +115,8 @@ def estimate(
     if iters < 0:
         raise ValueError(f"iters must be >= 0, got {iters}")
     measurements = list(measurements)
+    if not measurements:
+        raise ValueError("estimate needs at least one measurement")
     start = time.perf_counter()
     wanted = [m.clique for m in measurements]
     if warm_start is not None:

@@ -6,12 +6,15 @@ axes each message sums out, and how each node belief projects back onto the pote
 `calibrate` then runs the HUGIN two-pass schedule:
 
 - collect (leaves -> root): message = logsumexp of the child's belief over non-separator axes;
-- distribute (root -> leaves): message = logsumexp of the parent's belief minus the message the
-  child sent (``-inf - -inf`` is mapped to -inf: a separator state that is impossible in the
-  child's subtree stays impossible), so each node ends with its exact log-marginal;
-- normalisation per connected component: beliefs become counts summing to ``total``.
+- each root's belief is then complete: it is normalised to counts summing to ``total`` (per
+  connected component) and exponentiated;
+- distribute (root -> leaves): the parent already holds counts, so its separator marginal is a
+  plain sum; the child adds log(that marginal) minus the message it sent up (``-inf - -inf`` is
+  mapped to -inf: a separator state that is impossible in the child's subtree stays impossible)
+  and is exponentiated: every node ends with its exact, normalised counts.
 
-Stable with -inf potentials (structural zeros): every reduction is max-shifted per slice.
+Stable with -inf potentials (structural zeros) and potentials far outside exp's range: every
+log-space reduction is max-shifted per slice, and the distribute sums run over counts (<= total).
 """
 
 from __future__ import annotations
@@ -65,9 +68,6 @@ class TreeEngine:
             self._msg_shape_parent[child] = [domain[a] if a in sep else 1 for a in pnode]
             self._msg_axes_down[child] = tuple(i for i, a in enumerate(pnode) if a not in sep)
             self._msg_shape_child[child] = [domain[a] if a in sep else 1 for a in cnode]
-        self._component_nodes = {r: [] for r in tree.roots}
-        for i in range(len(tree.nodes)):
-            self._component_nodes[tree.component(i)].append(i)
 
     def node_potentials(self, log_potentials: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Sum the clique log-potentials into full node tables."""
@@ -88,22 +88,25 @@ class TreeEngine:
             msg = _lse(beliefs[child], self._msg_axes[child])
             up[child] = msg
             beliefs[parent] += msg.reshape(self._msg_shape_parent[child])
-        for parent, child in self.tree.distribute:
-            msg = _lse(beliefs[parent], self._msg_axes_down[child])
-            sent = up[child]
-            msg -= sent
-            msg[np.isnan(msg)] = -np.inf  # -inf - -inf: the state is impossible in the child's subtree
-            beliefs[child] += msg.reshape(self._msg_shape_child[child])
         log_total = np.log(total)
-        for root, members in self._component_nodes.items():
-            log_z = float(logsumexp(beliefs[root], None))
+        for root in self.tree.roots:  # each root belief is complete: normalise it to counts
+            b = beliefs[root]
+            log_z = float(logsumexp(b, None))
             if not np.isfinite(log_z):
                 raise FloatingPointError("the model assigns zero probability to every state")
-            shift = log_total - log_z
-            for i in members:
-                b = beliefs[i]
-                b += shift
-                np.exp(b, out=b)
+            b += log_total - log_z
+            np.exp(b, out=b)
+        for parent, child in self.tree.distribute:
+            # The parent holds final counts, so the separator marginal is a plain sum (no
+            # max-shift, exp or log over the parent table), and the HUGIN update
+            # child += log(parent's separator counts) - (what the child sent up) leaves the child
+            # with its counts, already normalised, after one exp.
+            msg = np.log(beliefs[parent].sum(axis=self._msg_axes_down[child]))
+            msg -= up[child]
+            msg[np.isnan(msg)] = -np.inf  # -inf - -inf: the state is impossible in the child's subtree
+            b = beliefs[child]
+            b += msg.reshape(self._msg_shape_child[child])
+            np.exp(b, out=b)
         return beliefs
 
     def clique_marginals(self, beliefs: Sequence[np.ndarray]) -> list[np.ndarray]:

@@ -34,6 +34,9 @@ class Model:
     ) -> None:
         self.domain = domain
         self.cliques: tuple[Clique, ...] = tuple(domain.check(c) for c in cliques)
+        if len(set(self.cliques)) != len(self.cliques):
+            dup = sorted({c for c in self.cliques if self.cliques.count(c) > 1})
+            raise ValueError(f"repeated clique(s) {dup}: give one potential table per clique")
         if len(potentials) != len(self.cliques):
             raise ValueError(f"{len(self.cliques)} cliques but {len(potentials)} potential tables")
         self.potentials: dict[Clique, Factor] = {

@@ -6,7 +6,8 @@ rooted at its top node t, the joint over the piece factorises as
 ``mu_t * prod_{c != t} mu_c / mu_{S_c}`` (S_c the separator with c's parent), and the
 query variables are carried while everything else is summed out leaves-first, one small einsum
 per node. Conditional tables ``mu_c / mu_{S_c}`` are computed once per model and reused by every
-query, and answers are cached, so a batch of queries never re-runs belief propagation.
+query; answers (read-only arrays) and the per-node messages of the contractions are cached, so
+a batch of queries never re-runs belief propagation and shares the work along common paths.
 Attributes in different components are independent: their tables are combined by outer product.
 """
 
@@ -38,13 +39,17 @@ class MarginalOracle:
             for a in n:
                 self._attr_nodes[a].append(i)
         self._component = [tree.component(i) for i in range(len(tree.nodes))]
+        self._labels = {a: k for k, a in enumerate(self.domain.attrs)}
+        self._messages: dict[tuple, np.ndarray] = {}  # see _component_query
 
     def marginal(self, attrs: Sequence[str]) -> np.ndarray:
         """Counts over ``attrs`` with axes in the order given."""
         attrs = self.domain.check(attrs)
         key = frozenset(attrs)
         if key not in self._cache:
-            self._cache[key] = self._answer(key)
+            order, table = self._answer(key)
+            table.flags.writeable = False  # shared by every caller: an in-place edit must not corrupt the cache
+            self._cache[key] = order, table
         order, table = self._cache[key]
         if order == attrs:
             return table
@@ -127,19 +132,34 @@ class MarginalOracle:
         for i in nodes:
             if i != top:
                 children[self.tree.parent[i]].append(i)
-        labels = {a: k for k, a in enumerate(self.domain.attrs)}
+        labels = self._labels
         messages: dict[int, tuple[Clique, np.ndarray]] = {}
+        below: dict[int, frozenset[int]] = {}  # cover nodes in each node's subtree
         for node in self._postorder(top, children):
+            below[node] = frozenset().union(*(below[c] for c in children[node])) | {node}
             keep = set(attrs) | (set(self.tree.separator(node)) if node != top else set())
-            table = self.beliefs[node] if node == top else self._conditional(node)
-            operands: list = [table, [labels[a] for a in self.tree.nodes[node]]]
-            scope = set(self.tree.nodes[node])
-            for c in children[node]:
-                c_attrs, c_table = messages.pop(c)
-                operands += [c_table, [labels[a] for a in c_attrs]]
-                scope |= set(c_attrs)
+            scope = set(self.tree.nodes[node]).union(*(messages[c][0] for c in children[node]))
             out = tuple(a for a in self.domain.attrs if a in scope and a in keep)
-            messages[node] = out, _einsum(operands, [labels[a] for a in out])
+            # A message depends only on (node, its cover subtree, the attributes it carries), so
+            # it is shared by every query with the same subtree part (and never for the top node,
+            # whose belief is not a conditional).
+            key = (node, below[node], out) if node != top else None
+            cached = self._messages.get(key) if key is not None else None
+            if cached is not None:
+                messages[node] = out, cached
+                continue
+            table = self.beliefs[node] if node == top else self._conditional(node)
+            if node != top and not children[node] and out == self.tree.nodes[node]:
+                result = table  # a leaf conditional kept whole: nothing to contract or sum
+            else:
+                operands: list = [table, [labels[a] for a in self.tree.nodes[node]]]
+                for c in children[node]:
+                    c_attrs, c_table = messages[c]
+                    operands += [c_table, [labels[a] for a in c_attrs]]
+                result = _einsum(operands, [labels[a] for a in out])
+            if key is not None:
+                self._messages[key] = result
+            messages[node] = out, result
         return messages[top]
 
     @staticmethod
@@ -156,16 +176,28 @@ class MarginalOracle:
 
 
 def _einsum(operands: list, output: list[int]) -> np.ndarray:
-    """np.einsum in sublist form with labels renumbered into einsum's 52-label range."""
+    """Contract tables given in einsum sublist form ``[t0, labels0, t1, labels1, ...]`` onto ``output``.
+
+    Labels are renumbered into einsum's 52-label range. Tables are folded in one at a time
+    (pairwise einsum, keeping only labels still needed later), after summing out of the first
+    table what no other operand needs: the product space stays small and no contraction-path
+    search runs per call.
+    """
     mapping: dict[int, int] = {}
-    renamed = []
-    for k, item in enumerate(operands):
-        if k % 2:
-            renamed.append([mapping.setdefault(lab, len(mapping)) for lab in item])
-        else:
-            renamed.append(item)
+    tables = operands[0::2]
+    subs = [[mapping.setdefault(lab, len(mapping)) for lab in item] for item in operands[1::2]]
     if len(mapping) > 52:
         raise ValueError("a marginal query touches more than 52 attributes in one contraction")
     out = [mapping[lab] for lab in output]
-    optimize = "greedy" if len(operands) > 4 else False
-    return np.einsum(*renamed, out, optimize=optimize)
+    acc, acc_sub = tables[0], subs[0]
+    for k in range(1, len(tables)):
+        needed = set(out).union(*subs[k:])
+        if any(lab not in needed for lab in acc_sub):  # sum out early what nothing later needs
+            kept = [lab for lab in acc_sub if lab in needed]
+            acc, acc_sub = np.einsum(acc, acc_sub, kept), kept
+        needed_after = set(out).union(*subs[k + 1 :])
+        keep = [lab for lab in dict.fromkeys(acc_sub + subs[k]) if lab in needed_after]
+        acc, acc_sub = np.einsum(acc, acc_sub, tables[k], subs[k], keep), keep
+    if acc_sub == out and len(tables) > 1:
+        return acc  # already a fresh array in the requested axis order
+    return np.einsum(acc, acc_sub, out)

@@ -30,7 +30,11 @@ def group_sample(groups: np.ndarray, cond: np.ndarray, rng: np.random.Generator)
     sums = cond.sum(axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         probs = np.where(sums > 0, cond / sums, 1.0 / m)  # a group with no mass: uniform (never hit in exact sampling)
-    order = np.lexsort((rng.random(n), groups))  # by group, random order inside each group
+    # By group, in random order inside each group: a random permutation, then a stable sort by
+    # group (radix sort on a 16-bit key when the groups fit: several times faster than lexsort).
+    perm = rng.permutation(n)
+    key = groups[perm].astype(np.uint16) if n_groups <= 1 << 16 else groups[perm]
+    order = perm[np.argsort(key, kind="stable")]
     sorted_groups = groups[order]
     counts = np.bincount(groups, minlength=n_groups)
     starts = np.cumsum(counts) - counts

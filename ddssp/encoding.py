@@ -1,0 +1,300 @@
+"""Numerical encodings of discrete attributes: one matrix ``A_j`` (p_j x m_j) per attribute.
+
+A record's level ``l`` of attribute ``j`` is encoded as column ``A_j[:, l]`` (the image of its
+one-hot vector), so the encoded row is the concatenation of those columns (Ferrando & Sheldon,
+section 3.1). Everything here depends only on the public `Domain`, never on private rows:
+one-hot blocks (first level dropped as reference, or all kept), numeric scalars (codes scaled
+to [-1, 1], raw codes, or user-given values), the target (linear: numeric; logistic: -1/+1)
+and an optional intercept column (the encoding of "no attribute", a constant 1).
+
+The row-norm bounds of Prop. 3.1 follow from the matrices: ||x||^2 <= sum_j max_l ||A_j[:, l]||^2,
+which is max|v_j|^2 for a scalar attribute, 1 for a one-hot block and 1 for the intercept.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from marginals import Domain
+
+#: name of the intercept column in `Encoding.feature_names`.
+INTERCEPT = "(intercept)"
+
+#: categorical (one-hot) attributes of the bundled data sets; all other features are numeric.
+CATEGORICAL_PRESETS: dict[str, tuple[str, ...]] = {
+    "adult": ("workclass", "education", "marital-status", "occupation", "relationship", "race", "native-country"),
+    "acs-income-lin": ("COW", "MAR", "RELP", "RAC1P"),
+    "acs-employment": ("MAR", "RELP", "CIT", "MIL", "ANC", "RAC1P"),
+}
+
+TASKS = ("linear", "logistic")
+
+
+def categorical_preset(name: str) -> tuple[str, ...]:
+    """The categorical attributes the paper one-hot encodes for a bundled data set."""
+    try:
+        return CATEGORICAL_PRESETS[name]
+    except KeyError:
+        raise ValueError(f"no categorical preset {name!r}; known: {sorted(CATEGORICAL_PRESETS)}") from None
+
+
+@dataclass(frozen=True)
+class EncodingOptions:
+    """How attributes become numbers (hyperparameters, validated when an `Encoding` is built).
+
+    Attributes:
+        drop: "first" drops the first level of every one-hot block (the reference level, as in
+            the paper); None keeps all levels.
+        numeric: "scaled" maps codes to [-1, 1] (v_l = 2l/(m-1) - 1, a 1-level domain maps to 0);
+            "raw" keeps the codes 0..m-1.
+        values: user-given value per level for some numeric attributes (or the linear target),
+            overriding ``numeric`` for them.
+        intercept: add a constant-1 column (the paper has none).
+    """
+
+    drop: str | None = "first"
+    numeric: str = "scaled"
+    values: Mapping[str, Sequence[float]] | None = None
+    intercept: bool = False
+
+
+@dataclass(frozen=True, eq=False)
+class AttributeEncoding:
+    """One attribute's encoding: ``matrix`` (p_j x m_j) and the names of its p_j features."""
+
+    attr: str
+    kind: str  # "onehot" or "numeric"
+    matrix: np.ndarray
+    names: tuple[str, ...]
+
+    @property
+    def width(self) -> int:
+        return self.matrix.shape[0]
+
+    @property
+    def max_sq_norm(self) -> float:
+        """Largest squared norm of an encoded level (this block's share of the ||x||^2 bound)."""
+        if self.matrix.size == 0:
+            return 0.0
+        return float(np.max(np.sum(self.matrix**2, axis=0)))
+
+
+def scaled_values(levels: int) -> np.ndarray:
+    """Codes 0..m-1 mapped linearly onto [-1, 1]; a single level maps to 0."""
+    if levels == 1:
+        return np.zeros(1)
+    return 2.0 * np.arange(levels) / (levels - 1) - 1.0
+
+
+def onehot_matrix(levels: int, drop_first: bool) -> np.ndarray:
+    """The one-hot encoding matrix, optionally without the row of the first (reference) level."""
+    eye = np.eye(levels)
+    return eye[1:] if drop_first else eye
+
+
+def _numeric_values(attr: str, levels: int, options: EncodingOptions) -> np.ndarray:
+    if options.values is not None and attr in options.values:
+        values = np.asarray(options.values[attr], dtype=np.float64)
+        if values.shape != (levels,):
+            raise ValueError(
+                f"values for {attr!r}: expected {levels} numbers (one per level), got shape {values.shape}"
+            )
+        if not np.all(np.isfinite(values)):
+            raise ValueError(f"values for {attr!r}: all values must be finite")
+        return values
+    if options.numeric == "scaled":
+        return scaled_values(levels)
+    return np.arange(levels, dtype=np.float64)
+
+
+def _check_options(options: EncodingOptions, domain: Domain, categorical: set[str]) -> None:
+    if options.drop not in ("first", None):
+        raise ValueError(f"drop must be 'first' or None, got {options.drop!r}")
+    if options.numeric not in ("scaled", "raw"):
+        raise ValueError(f"numeric must be 'scaled' or 'raw', got {options.numeric!r}")
+    for attr in options.values or {}:
+        if attr not in domain:
+            raise ValueError(f"values given for {attr!r}, which is not in the domain {list(domain.attrs)}")
+        if attr in categorical:
+            raise ValueError(f"values given for {attr!r}, which is categorical (one-hot)")
+
+
+@dataclass(frozen=True, eq=False)
+class Encoding:
+    """The full encoding of a table: features (in domain order), the target and an optional intercept.
+
+    Columns of the encoded X are ``[intercept?] + features``; ``y`` is the encoded target.
+    """
+
+    domain: Domain
+    target: str
+    task: str
+    features: tuple[AttributeEncoding, ...]
+    target_encoding: AttributeEncoding
+    intercept: bool
+    feature_names: tuple[str, ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        names = ((INTERCEPT,) if self.intercept else ()) + tuple(n for f in self.features for n in f.names)
+        object.__setattr__(self, "feature_names", names)
+
+    @property
+    def n_features(self) -> int:
+        """Number of encoded feature columns p (intercept included)."""
+        return len(self.feature_names)
+
+    @property
+    def feature_attrs(self) -> tuple[str, ...]:
+        """The attributes used as features (domain order, target excluded)."""
+        return tuple(f.attr for f in self.features)
+
+    def norm_bounds(self) -> tuple[float, float]:
+        """(||X||, ||Y||): bounds on any encoded feature row's L2 norm and on |y| (Prop. 3.1)."""
+        sq = math.fsum(f.max_sq_norm for f in self.features) + (1.0 if self.intercept else 0.0)
+        return math.sqrt(sq), math.sqrt(self.target_encoding.max_sq_norm)
+
+    def encode_features(self, df: pd.DataFrame) -> np.ndarray:
+        """X (n x p): row i is the concatenation of A_j[:, code_ij]; extra columns are ignored."""
+        codes = read_codes(df, self.domain, self.feature_attrs)
+        blocks = [np.ones((len(df), 1))] if self.intercept else []
+        blocks += [f.matrix.T[codes[f.attr]] for f in self.features]
+        return np.hstack(blocks) if blocks else np.zeros((len(df), 0))
+
+    def encode_target(self, df: pd.DataFrame) -> np.ndarray:
+        """y (n,): the encoded target column."""
+        codes = read_codes(df, self.domain, (self.target,))[self.target]
+        return self.target_encoding.matrix[0, codes]
+
+    def encode(self, df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+        """(X, y) of a table of integer codes."""
+        return self.encode_features(df), self.encode_target(df)
+
+    def decode_target(self, values: np.ndarray) -> np.ndarray:
+        """Map encoded target values back to the continuous code scale (piecewise linear, extrapolated)."""
+        levels = self.target_encoding.matrix[0]
+        values = np.asarray(values, dtype=np.float64)
+        if levels.size == 1:
+            return np.zeros_like(values)
+        codes = np.arange(levels.size, dtype=np.float64)
+        if np.all(np.diff(levels) < 0):
+            levels, codes = levels[::-1], codes[::-1]
+        elif not np.all(np.diff(levels) > 0):
+            raise ValueError(
+                f"target {self.target!r}: its level values are not monotone in the code, so they cannot be inverted"
+            )
+        seg = np.clip(np.searchsorted(levels, values), 1, levels.size - 1)
+        x0, x1, c0, c1 = levels[seg - 1], levels[seg], codes[seg - 1], codes[seg]
+        return c0 + (values - x0) * (c1 - c0) / (x1 - x0)
+
+
+def build_encoding(
+    domain: Domain,
+    target: str,
+    task: str = "linear",
+    categorical: Sequence[str] | None = None,
+    options: EncodingOptions | None = None,
+) -> Encoding:
+    """Build the encoding of every non-target attribute of ``domain`` plus the target.
+
+    ``categorical`` lists the one-hot attributes; None means every feature is one-hot.
+    """
+    options = EncodingOptions() if options is None else options
+    if not isinstance(domain, Domain):
+        raise TypeError(f"domain must be a marginals.Domain, got {type(domain).__name__}")
+    if task not in TASKS:
+        raise ValueError(f"task must be one of {TASKS}, got {task!r}")
+    if target not in domain:
+        raise ValueError(f"target {target!r} is not in the domain; attributes are {list(domain.attrs)}")
+    feature_attrs = [a for a in domain.attrs if a != target]
+    if categorical is None:
+        cat = set(feature_attrs)
+    else:
+        if isinstance(categorical, str):
+            raise TypeError("categorical must be a list of attribute names (use categorical_preset(name) for a preset)")
+        unknown = [a for a in categorical if a not in domain]
+        if unknown:
+            raise ValueError(
+                f"categorical attribute(s) {unknown} not in the domain; attributes are {list(domain.attrs)}"
+            )
+        if target in categorical:
+            raise ValueError(f"the target {target!r} cannot also be a categorical feature")
+        cat = set(categorical)
+    _check_options(options, domain, cat)
+    features = []
+    for attr in feature_attrs:
+        m = domain[attr]
+        if attr in cat:
+            drop = options.drop == "first"
+            matrix = onehot_matrix(m, drop)
+            names = tuple(f"{attr}={level}" for level in range(1 if drop else 0, m))
+            features.append(AttributeEncoding(attr, "onehot", matrix, names))
+        else:
+            matrix = _numeric_values(attr, m, options)[None, :]
+            features.append(AttributeEncoding(attr, "numeric", matrix, (attr,)))
+    target_enc = _target_encoding(domain, target, task, options)
+    return Encoding(domain, target, task, tuple(features), target_enc, bool(options.intercept))
+
+
+def _target_encoding(domain: Domain, target: str, task: str, options: EncodingOptions) -> AttributeEncoding:
+    m = domain[target]
+    if task == "logistic":
+        if m != 2:
+            raise ValueError(
+                f"logistic target {target!r} must have exactly 2 levels (codes 0/1), but the domain gives it {m}"
+            )
+        if options.values is not None and target in options.values:
+            raise ValueError(f"values cannot be given for the logistic target {target!r} (it is encoded -1/+1)")
+        values = np.array([-1.0, 1.0])
+    else:
+        values = _numeric_values(target, m, options)
+    matrix = values[None, :]
+    matrix.flags.writeable = False
+    return AttributeEncoding(target, "numeric", matrix, (target,))
+
+
+def read_codes(df: pd.DataFrame, domain: Domain, attrs: Sequence[str]) -> dict[str, np.ndarray]:
+    """The integer code arrays of ``attrs`` in ``df``, validated against ``domain`` (clear errors)."""
+    if not isinstance(df, pd.DataFrame):
+        raise TypeError(f"expected a pandas DataFrame of integer codes, got {type(df).__name__}")
+    columns = {str(c): c for c in df.columns}
+    missing = [a for a in attrs if a not in columns]
+    if missing:
+        raise ValueError(f"the table lacks the column(s) {missing} needed by the model")
+    out = {}
+    for attr in attrs:
+        out[attr] = _valid_codes(attr, df[columns[attr]], domain[attr])
+    return out
+
+
+def _valid_codes(attr: str, series: pd.Series, levels: int) -> np.ndarray:
+    raw = series.to_numpy()
+    if raw.dtype == bool:
+        raw = raw.astype(np.int64)
+    if raw.dtype.kind not in "iu":
+        numeric = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        bad = ~np.isfinite(numeric) | (numeric != np.round(numeric))
+        if bad.any():
+            pos = int(np.flatnonzero(bad)[0])
+            raise ValueError(
+                f"column {attr!r}: {int(bad.sum())} missing or non-integer value(s), "
+                f"e.g. {_plain(raw[pos])!r} at row {series.index[pos]!r}"
+            )
+        raw = numeric.astype(np.int64)
+    outside = (raw < 0) | (raw > levels - 1)
+    if outside.any():
+        pos = int(np.flatnonzero(outside)[0])
+        raise ValueError(
+            f"column {attr!r}: {int(outside.sum())} value(s) outside the domain codes 0..{levels - 1}, "
+            f"e.g. {_plain(raw[pos])!r} at row {series.index[pos]!r}"
+        )
+    return raw.astype(np.intp)
+
+
+def _plain(value: object) -> object:
+    """A numpy scalar as the matching Python scalar, for readable error messages."""
+    return value.item() if isinstance(value, np.generic) else value

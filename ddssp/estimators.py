@@ -1,0 +1,180 @@
+"""DD-SSP linear and logistic regression from marginals, and AIM-Synth (regression on synthetic rows).
+
+DD-SSP (Ferrando & Sheldon, Alg. 1) reads X^T X and X^T y off pairwise marginals and solves
+the regression from them: pure post-processing of whatever released the marginals, so it
+spends no privacy of its own. AIM-Synth instead samples a synthetic table from the release
+and fits ordinary (non-private) regression to it.
+
+Example:
+    >>> from marginals.data import demo_dataset
+    >>> data = demo_dataset(2000)
+    >>> model = DDSSPLinearRegression(target="income").fit(data)
+    >>> model.predict(data.to_df()).shape
+    (2000,)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from marginals import Dataset, Domain
+
+from .base import EncodedLinearModel, as_dataset, as_marginal_source, check_random_state
+from .chebyshev import chebyshev_coefficients, log_sigmoid, monomial_coefficients
+from .encoding import EncodingOptions
+from .baselines.public import fit_encoded
+from .solvers import DEFAULT_RIDGE, quadratic_logistic_solution, solve_normal_equations
+from .statistics import sufficient_statistics
+
+
+class DDSSPLinearRegression(EncodedLinearModel):
+    """Linear regression theta = (X^T X + ridge I)^-1 X^T y with X^T X, X^T y from marginals.
+
+    Args:
+        target: the attribute to predict (encoded numerically, [-1, 1] by default).
+        categorical: one-hot attributes (None: every feature one-hot).
+        encoding: `EncodingOptions` (reference level, numeric scaling, intercept).
+        ridge: added to the diagonal of X^T X; the default 1e-12 is absolute, like the paper's
+            code, and only guards exact singularity (see `ddssp.solvers`).
+
+    Learned: ``coef_``, ``intercept_`` (0.0 without an intercept column), ``feature_names_in_``,
+    ``n_features_in_``, ``encoding_``, ``statistics_`` (X^T X, X^T y, y^T y, n read off the marginals).
+    """
+
+    def __init__(
+        self,
+        target: str,
+        categorical: Sequence[str] | None = None,
+        encoding: EncodingOptions | None = None,
+        ridge: float = DEFAULT_RIDGE,
+    ) -> None:
+        self.target = target
+        self.categorical = categorical
+        self.encoding = encoding
+        self.ridge = ridge
+
+    def fit(self, source: Any, domain: Domain | None = None) -> "DDSSPLinearRegression":
+        """Fit from a release, a `Dataset` (exact marginals) or a DataFrame of codes with ``domain``."""
+        source = as_marginal_source(source, domain)
+        encoding = self._encoding(source.domain, "linear")
+        self.statistics_ = sufficient_statistics(source, encoding)
+        self._set_solution(solve_normal_equations(self.statistics_.XtX, self.statistics_.Xty, self.ridge), encoding)
+        return self
+
+
+class DDSSPLogisticRegression(EncodedLinearModel):
+    """Logistic regression maximising a degree-2 Chebyshev approximation of the log-likelihood.
+
+    With y in {-1, +1} the approximation is n b0 + b1 theta.X^T y + b2 theta^T X^T X theta
+    (b: monomial coefficients of log sigmoid on [-radius, radius]), maximised in closed form
+    theta = -b1/(2 b2) (X^T X + (ridge + alpha/(-2 b2)) I)^-1 X^T y.
+
+    Args:
+        target: a 2-level attribute; code 1 is the positive class.
+        categorical, encoding: as for `DDSSPLinearRegression`.
+        degree: polynomial degree; only 2 is supported (higher degrees need moments of order
+            > 2, which pairwise marginals do not determine).
+        radius: the approximation interval [-radius, radius] (paper: 6).
+        method: "interpolation" (at Chebyshev nodes, as the paper) or "projection".
+        alpha: L2 penalty (alpha/2)||theta||^2 subtracted from the approximate log-likelihood.
+        ridge: numerical safeguard added to X^T X (default 1e-12, absolute).
+
+    Learned: as `DDSSPLinearRegression`, plus ``classes_`` ([0, 1]), ``cheb_coef_`` (Chebyshev-basis
+    coefficients in t = s / radius, numpy convention) and ``monomial_coef_`` (b_0, b_1, b_2 in s).
+    """
+
+    def __init__(
+        self,
+        target: str,
+        categorical: Sequence[str] | None = None,
+        encoding: EncodingOptions | None = None,
+        degree: int = 2,
+        radius: float = 6.0,
+        method: str = "interpolation",
+        alpha: float = 0.0,
+        ridge: float = DEFAULT_RIDGE,
+    ) -> None:
+        self.target = target
+        self.categorical = categorical
+        self.encoding = encoding
+        self.degree = degree
+        self.radius = radius
+        self.method = method
+        self.alpha = alpha
+        self.ridge = ridge
+
+    def fit(self, source: Any, domain: Domain | None = None) -> "DDSSPLogisticRegression":
+        """Fit from a release, a `Dataset` (exact marginals) or a DataFrame of codes with ``domain``."""
+        if self.degree != 2:
+            raise ValueError(
+                f"DDSSPLogisticRegression supports only degree=2 (got {self.degree}): the degree-M objective needs "
+                "moments of order M of the encoded data, and pairwise marginals give only second moments "
+                "(ddssp.chebyshev itself computes approximations of any degree)"
+            )
+        source = as_marginal_source(source, domain)
+        encoding = self._encoding(source.domain, "logistic")
+        self.cheb_coef_ = chebyshev_coefficients(log_sigmoid, self.degree, self.radius, self.method)
+        self.monomial_coef_ = monomial_coefficients(self.cheb_coef_, self.radius)
+        self.statistics_ = sufficient_statistics(source, encoding)
+        theta = quadratic_logistic_solution(
+            self.statistics_.XtX, self.statistics_.Xty, self.monomial_coef_, self.alpha, self.ridge
+        )
+        self._set_solution(theta, encoding)
+        return self
+
+
+class AIMSynth(EncodedLinearModel):
+    """Ordinary regression on synthetic rows sampled from a release (or on a given synthetic table).
+
+    Args:
+        target: the attribute to predict.
+        task: "linear" (least squares, minimum-norm solution) or "logistic" (unpenalised
+            maximum likelihood by damped Newton; all-zero or collinear columns end at the
+            minimum-norm solution).
+        categorical, encoding: as for `DDSSPLinearRegression`.
+        n_synthetic: rows to sample from a release (None: the release's default, its total).
+        random_state: int seed or Generator for the sampling.
+    """
+
+    def __init__(
+        self,
+        target: str,
+        task: str = "linear",
+        categorical: Sequence[str] | None = None,
+        encoding: EncodingOptions | None = None,
+        n_synthetic: int | None = None,
+        random_state: int | np.random.Generator | None = None,
+    ) -> None:
+        self.target = target
+        self.task = task
+        self.categorical = categorical
+        self.encoding = encoding
+        self.n_synthetic = n_synthetic
+        self.random_state = random_state
+
+    def fit(self, source: Any, domain: Domain | None = None) -> "AIMSynth":
+        """Fit on a release (``.synthetic_data(n, rng)``), a `Dataset` or a DataFrame of codes with ``domain``."""
+        if self.task not in ("linear", "logistic"):
+            raise ValueError(f"task must be 'linear' or 'logistic', got {self.task!r}")
+        if isinstance(source, (pd.DataFrame, Dataset)):
+            table = as_dataset(source, domain)
+        elif hasattr(source, "synthetic_data") and hasattr(source, "domain"):
+            rng = check_random_state(self.random_state)
+            synthetic = source.synthetic_data(n=self.n_synthetic, rng=rng)
+            if not isinstance(synthetic, (pd.DataFrame, Dataset)):
+                raise TypeError(f"synthetic_data returned a {type(synthetic).__name__}, expected a DataFrame of codes")
+            table = as_dataset(synthetic, source.domain)
+        else:
+            raise TypeError(
+                f"AIMSynth cannot fit on a {type(source).__name__}: pass a release with .synthetic_data, "
+                "a marginals.Dataset, or a DataFrame of codes with domain=..."
+            )
+        encoding = self._encoding(table.domain, self.task)
+        theta = fit_encoded(encoding, table.to_df(), self.task)
+        self.n_synthetic_ = len(table)
+        self._set_solution(theta, encoding)
+        return self
+

@@ -1,0 +1,132 @@
+"""Generic estimator checks shared by every ddssp estimator (scikit-learn conventions) and bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ddssp import (
+    AIMSynth,
+    AdaSSP,
+    DDSSPLinearRegression,
+    DDSSPLogisticRegression,
+    EncodingOptions,
+    ObjPert,
+    PublicLinearRegression,
+    PublicLogisticRegression,
+)
+from marginals import DataError
+from marginals.data import demo_dataset
+
+DATA = demo_dataset(2500, seed=21)
+DF = DATA.to_df()
+
+FACTORIES = {
+    "ddssp-linear": lambda cat, enc: DDSSPLinearRegression("hours", cat, enc, ridge=1e-10),
+    "ddssp-logistic": lambda cat, enc: DDSSPLogisticRegression("income", cat, enc, radius=5.0),
+    "aimsynth-linear": lambda cat, enc: AIMSynth("hours", "linear", cat, enc, random_state=3),
+    "aimsynth-logistic": lambda cat, enc: AIMSynth("income", "logistic", cat, enc, random_state=3),
+    "adassp": lambda cat, enc: AdaSSP(1.0, 1e-6, "hours", cat, enc, random_state=3),
+    "objpert": lambda cat, enc: ObjPert(1.0, 1e-6, "income", cat, enc, random_state=3),
+    "public-linear": lambda cat, enc: PublicLinearRegression("hours", cat, enc),
+    "public-logistic": lambda cat, enc: PublicLogisticRegression("income", cat, enc),
+}
+LOGISTIC = {"ddssp-logistic", "aimsynth-logistic", "objpert", "public-logistic"}
+RANDOM = {"adassp", "objpert"}
+
+
+def make(name, categorical=None, encoding=None):
+    categorical = ["sector", "region"] if categorical is None else categorical
+    return FACTORIES[name](categorical, encoding)
+
+
+@pytest.mark.parametrize("name", FACTORIES)
+def test_init_stores_params_unchanged_and_fit_returns_self(name):
+    cat, enc = ["sector", "region"], EncodingOptions(intercept=True)
+    model = make(name, cat, enc)
+    params = model.get_params()
+    assert params["categorical"] is cat and params["encoding"] is enc
+    assert not any(k.endswith("_") for k in vars(model))  # nothing learned before fit
+    assert model.fit(DATA) is model
+    assert model.get_params() == params and model.categorical is cat and cat == ["sector", "region"]
+    assert repr(model).startswith(type(model).__name__ + "(")
+
+
+@pytest.mark.parametrize("name", FACTORIES)
+def test_learned_attributes_and_prediction_shapes(name):
+    model = make(name, encoding=EncodingOptions(intercept=True)).fit(DATA)
+    p = model.n_features_in_
+    assert model.coef_.shape == (p,) and len(model.feature_names_in_) == p
+    assert isinstance(model.intercept_, float)
+    assert "sector=1" in list(model.feature_names_in_) and "age" in list(model.feature_names_in_)
+    assert model.decision_function(DF).shape == (len(DF),)
+    assert model.predict(DF.head(7)).shape == (7,)
+    if name in LOGISTIC:
+        proba = model.predict_proba(DF)
+        assert proba.shape == (len(DF), 2) and np.all((proba >= 0) & (proba <= 1))
+        assert set(np.unique(model.predict(DF))) <= {0, 1}
+    plain = make(name).fit(DATA)
+    assert plain.intercept_ == 0.0
+
+
+@pytest.mark.parametrize("name", FACTORIES)
+def test_deterministic_under_a_fixed_seed(name):
+    a, b = make(name).fit(DATA), make(name).fit(DATA)
+    assert np.array_equal(a.coef_, b.coef_)
+    if name in RANDOM:
+        c = make(name).set_params(random_state=4).fit(DATA)
+        assert not np.array_equal(a.coef_, c.coef_)
+        gen = make(name).set_params(random_state=np.random.default_rng(3)).fit(DATA)
+        assert np.array_equal(gen.coef_, a.coef_)  # an int seed and a Generator from it agree
+
+
+@pytest.mark.parametrize("name", FACTORIES)
+def test_bad_input_errors(name):
+    with pytest.raises(RuntimeError, match="not fitted yet"):
+        make(name).predict(DF)
+    with pytest.raises(ValueError, match=r"categorical attribute\(s\) \['colour'\] not in the domain"):
+        make(name, categorical=["sector", "colour"]).fit(DATA)
+    with pytest.raises(ValueError, match="target 'nope' is not in the domain"):
+        make(name).set_params(target="nope").fit(DATA)
+    with pytest.raises(ValueError, match="needs its public domain"):
+        make(name).fit(DF)
+    with pytest.raises(DataError, match="empty table"):
+        make(name).fit(DF.iloc[:0], domain=DATA.domain)
+    with pytest.raises(ValueError, match="invalid"):
+        make(name).set_params(invalid=1)
+    model = make(name).fit(DATA)
+    with pytest.raises(ValueError, match=r"lacks the column\(s\) \['region'\]"):
+        model.predict(DF.drop(columns=["region"]))
+    bad = DF.copy()
+    bad.loc[5, "age"] = 8
+    with pytest.raises(ValueError, match=r"column 'age': 1 value\(s\) outside the domain codes 0..7, e.g. 8 at row 5"):
+        model.predict(bad)
+    if name in LOGISTIC:
+        with pytest.raises(ValueError, match="logistic target 'hours' must have exactly 2 levels"):
+            make(name).set_params(target="hours").fit(DATA)
+
+
+def test_estimator_specific_errors():
+    with pytest.raises(ValueError, match="supports only degree=2"):
+        DDSSPLogisticRegression("income", degree=3).fit(DATA)
+    with pytest.raises(ValueError, match="task must be 'linear' or 'logistic'"):
+        AIMSynth("income", task="poisson").fit(DATA)
+    with pytest.raises(TypeError, match="random_state must be"):
+        AdaSSP(1.0, 1e-6, "hours", random_state="seed").fit(DATA)
+    with pytest.raises(TypeError, match="cannot fit on a list"):
+        DDSSPLinearRegression("hours").fit([1, 2])
+    with pytest.raises(TypeError, match="encoding must be an EncodingOptions"):
+        DDSSPLinearRegression("hours", encoding={"intercept": True}).fit(DATA)
+    with pytest.raises(DataError, match="outside the codes"):
+        DDSSPLinearRegression("hours").fit(DF.assign(age=99), domain=DATA.domain)
+    with pytest.raises(ValueError, match="empty table"):
+        DDSSPLinearRegression("hours").fit(EmptyRelease())
+
+
+class EmptyRelease:
+    """A marginal source whose model holds no mass."""
+
+    domain = DATA.domain
+
+    def marginals(self, cliques):
+        return [np.zeros([self.domain[a] for a in clique]) for clique in cliques]

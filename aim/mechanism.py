@@ -126,6 +126,8 @@ class AIM:
         """Run AIM on ``dataset`` and return the release (measurements, model, ledger, log)."""
         if not isinstance(dataset, Dataset):
             raise TypeError(f"AIM.run needs a marginals.Dataset, got {type(dataset).__name__}")
+        if dataset.weights is not None:  # weighted counts: sensitivity 1 would not hold
+            raise ValueError("AIM.run: the dataset has row weights, whose sensitivity is not 1; pass an unweighted dataset")
         if not (self.max_model_size > 0):
             raise ValueError(f"max_model_size must be > 0 MB, got {self.max_model_size}")
         domain = dataset.domain

@@ -15,6 +15,8 @@ import pandas as pd
 from marginals.dataset import Dataset
 from pgm.model import Model
 
+from .workload import split_item
+
 
 def workload_error(
     dataset: Dataset,
@@ -29,12 +31,9 @@ def workload_error(
     """
     cliques, weights = [], []
     for item in workload:
-        if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], (int, float)):
-            cliques.append(tuple(item[0]))
-            weights.append(float(item[1]))
-        else:
-            cliques.append(tuple(item))
-            weights.append(1.0)
+        clique, weight = split_item(item)
+        cliques.append(tuple(clique))
+        weights.append(weight)
     if not cliques:
         raise ValueError("the workload is empty")
     if isinstance(estimate, pd.DataFrame):

@@ -10,6 +10,8 @@ from __future__ import annotations
 import itertools
 from typing import Iterable, Sequence
 
+import numpy as np
+
 from marginals.domain import Domain
 
 Clique = tuple[str, ...]
@@ -20,14 +22,23 @@ def _sort_key(domain: Domain, clique: Clique) -> tuple:
     return (len(clique), [domain.attrs.index(a) for a in clique])
 
 
+def split_item(item) -> tuple[tuple, float]:
+    """One workload entry as (clique, weight): ``(clique, weight)``, ``[clique, weight]`` or a bare clique (weight 1)."""
+    if (
+        isinstance(item, (tuple, list))
+        and len(item) == 2
+        and isinstance(item[1], (int, float, np.integer, np.floating))
+        and not isinstance(item[1], (bool, np.bool_))
+    ):
+        return (item[0] if isinstance(item[0], str) else tuple(item[0])), float(item[1])
+    return item, 1.0
+
+
 def normalize_workload(domain: Domain, workload: Iterable[tuple[Sequence[str], float] | Sequence[str]]) -> Workload:
     """Validate a workload; cliques in domain order, merged duplicates (weights add), deterministic order."""
     merged: dict[Clique, float] = {}
     for item in workload:
-        if isinstance(item, tuple) and len(item) == 2 and isinstance(item[1], (int, float)) and not isinstance(item[1], bool):
-            clique, weight = item
-        else:
-            clique, weight = item, 1.0
+        clique, weight = split_item(item)
         if isinstance(clique, str):
             raise ValueError(f"a workload clique must be a sequence of attribute names, got the string {clique!r}")
         clique = domain.canonical(domain.check(tuple(clique)))
@@ -44,6 +55,8 @@ def normalize_workload(domain: Domain, workload: Iterable[tuple[Sequence[str], f
 
 def all_k_way(domain: Domain, k: int = 2, max_cells: int = 10_000) -> Workload:
     """Every k-way marginal with at most ``max_cells`` cells, weight 1 (AIM's default workload is k = 2)."""
+    if len(domain) < k:
+        raise ValueError(f"a {k}-way workload needs at least {k} attributes; the domain has {len(domain)}")
     cliques = [c for c in itertools.combinations(domain.attrs, k) if domain.size(c) <= max_cells]
     if not cliques:
         raise ValueError(f"no {k}-way marginal of this domain has at most {max_cells} cells")

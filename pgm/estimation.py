@@ -139,8 +139,7 @@ def estimate(
     engine = TreeEngine(tree, cliques)
 
     def marginals(th):
-        beliefs = engine.calibrate(th, total)
-        return beliefs, engine.clique_marginals(beliefs)
+        return engine.calibrate_marginals(th, total)
 
     beliefs, mu = marginals(theta)
     loss, grads = loss_fn(mu)

@@ -27,6 +27,7 @@ from marginals.domain import Domain
 
 from .factor import logsumexp
 from .junction_tree import Clique, JunctionTree
+from .plans import AdditionPlan, MarginalPlan
 
 
 class TreeEngine:
@@ -37,84 +38,101 @@ class TreeEngine:
         domain = tree.domain
         self.domain = domain
         self.cliques: tuple[Clique, ...] = tuple(tuple(c) for c in cliques)
-        self.node_shapes = [domain.project(n).shape for n in tree.nodes]
+        sizes = dict(zip(domain.attrs, domain.shape))
         # Each potential clique goes to the smallest node containing it (ties: first node).
         self.home: list[int] = []
-        self._to_node: list[tuple[list[int], list[int]]] = []  # (permutation, broadcast shape)
-        self._from_node: list[tuple[tuple[int, ...], list[int]]] = []  # (summed axes, permutation)
-        for cl in self.cliques:
+        hosted: list[list[int]] = [[] for _ in tree.nodes]
+        for k, cl in enumerate(self.cliques):
             hosts = tree.containing(cl)
             if not hosts:
                 raise ValueError(f"clique {cl} is not covered by any junction-tree node")
             home = min(hosts, key=lambda i: (domain.size(tree.nodes[i]), i))
-            node = tree.nodes[home]
-            present = [a for a in node if a in cl]  # node order
-            perm = [cl.index(a) for a in present]
-            shape = [domain[a] if a in cl else 1 for a in node]
             self.home.append(home)
-            self._to_node.append((None if perm == sorted(perm) else perm, shape))
-            summed = tuple(i for i, a in enumerate(node) if a not in cl)
-            back = [present.index(a) for a in cl]
-            self._from_node.append((summed, back))
-        # Messages: axes of the sender summed out, broadcast shape in the receiver.
-        self._msg_axes: dict[int, tuple[int, ...]] = {}
-        self._msg_shape_parent: dict[int, list[int]] = {}
-        self._msg_axes_down: dict[int, tuple[int, ...]] = {}
-        self._msg_shape_child: dict[int, list[int]] = {}
+            hosted[home].append(k)
+        children: list[list[int]] = [[] for _ in tree.nodes]
         for child, parent in tree.collect:
-            sep = set(tree.separator(child))
-            cnode, pnode = tree.nodes[child], tree.nodes[parent]
-            self._msg_axes[child] = tuple(i for i, a in enumerate(cnode) if a not in sep)
-            self._msg_shape_parent[child] = [domain[a] if a in sep else 1 for a in pnode]
-            self._msg_axes_down[child] = tuple(i for i, a in enumerate(pnode) if a not in sep)
-            self._msg_shape_child[child] = [domain[a] if a in sep else 1 for a in cnode]
-
-    def node_potentials(self, log_potentials: Sequence[np.ndarray]) -> list[np.ndarray]:
-        """Sum the clique log-potentials into full node tables."""
-        nodes = [np.zeros(s) for s in self.node_shapes]
-        for value, home, (perm, shape) in zip(log_potentials, self.home, self._to_node):
-            nodes[home] += (value if perm is None else value.transpose(perm)).reshape(shape)
-        return nodes
+            children[parent].append(child)
+        self._hosted = hosted
+        self._children = children
+        # Potentials arrive in clique order; the plans work in node (domain) order.
+        self._to_node_order = []
+        for cl in self.cliques:
+            node_order = [a for a in domain.attrs if a in cl]
+            perm = tuple(cl.index(a) for a in node_order)
+            self._to_node_order.append(None if perm == tuple(range(len(cl))) else perm)
+        self._add_plans, self._marg_plans, self._up_axes = [], [], []
+        for i, node in enumerate(tree.nodes):
+            items = [tuple(a for a in node if a in self.cliques[k]) for k in hosted[i]]
+            items += [tree.separator(c) for c in children[i]]
+            self._add_plans.append(AdditionPlan(node, sizes, items))
+            targets = [self.cliques[k] for k in hosted[i]] + [tree.separator(c) for c in children[i]]
+            self._marg_plans.append(MarginalPlan(node, sizes, targets))
+            sep = set(tree.separator(i))
+            self._up_axes.append(tuple(j for j, a in enumerate(node) if a not in sep))
+        self._down_shape = {
+            c: [domain[a] if a in set(tree.separator(c)) else 1 for a in tree.nodes[c]]
+            for c, _ in tree.collect
+        }
+        # Post-order over every node (children before parents, each root after its tree).
+        self._collect_order = [child for child, _ in tree.collect] + list(tree.roots)
+        self._distribute_order = list(reversed(self._collect_order))
 
     def calibrate(self, log_potentials: Sequence[np.ndarray], total: float) -> list[np.ndarray]:
         """Node marginals (counts summing to ``total`` in every component) for the given log-potentials."""
+        return self.calibrate_marginals(log_potentials, total)[0]
+
+    def calibrate_marginals(
+        self, log_potentials: Sequence[np.ndarray], total: float
+    ) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Calibrated node counts and the marginals of the potential cliques, in one pass."""
         with np.errstate(divide="ignore", invalid="ignore"):
             return self._calibrate(log_potentials, total)
 
-    def _calibrate(self, log_potentials: Sequence[np.ndarray], total: float) -> list[np.ndarray]:
-        beliefs = self.node_potentials(log_potentials)
+    def _calibrate(self, log_potentials, total):
+        tree = self.tree
+        in_node_order = [
+            v if perm is None else v.transpose(perm) for v, perm in zip(log_potentials, self._to_node_order)
+        ]
+        beliefs: list[np.ndarray | None] = [None] * len(tree.nodes)
         up: dict[int, np.ndarray] = {}
-        for child, parent in self.tree.collect:
-            msg = _lse(beliefs[child], self._msg_axes[child])
-            up[child] = msg
-            beliefs[parent] += msg.reshape(self._msg_shape_parent[child])
-        log_total = np.log(total)
-        for root in self.tree.roots:  # each root belief is complete: normalise it to counts
-            b = beliefs[root]
-            log_z = float(logsumexp(b, None))
-            if not np.isfinite(log_z):
-                raise FloatingPointError("the model assigns zero probability to every state")
-            b += log_total - log_z
-            np.exp(b, out=b)
-        for parent, child in self.tree.distribute:
-            # The parent holds final counts, so the separator marginal is a plain sum (no
-            # max-shift, exp or log over the parent table), and the HUGIN update
-            # child += log(parent's separator counts) - (what the child sent up) leaves the child
-            # with its counts, already normalised, after one exp.
-            msg = np.log(beliefs[parent].sum(axis=self._msg_axes_down[child]))
-            msg -= up[child]
-            msg[np.isnan(msg)] = -np.inf  # -inf - -inf: the state is impossible in the child's subtree
-            b = beliefs[child]
-            b += msg.reshape(self._msg_shape_child[child])
-            np.exp(b, out=b)
-        return beliefs
+        for i in self._collect_order:
+            tables = [in_node_order[k] for k in self._hosted[i]] + [up[c] for c in self._children[i]]
+            belief = self._add_plans[i].run(tables)
+            beliefs[i] = belief
+            if tree.parent[i] is not None:
+                up[i] = _lse(belief, self._up_axes[i])
+            else:  # a root's belief is complete: turn it into counts summing to total
+                peak = belief.max()
+                if not np.isfinite(peak):
+                    raise FloatingPointError("the model assigns zero probability to every state")
+                belief -= peak
+                np.exp(belief, out=belief)
+                belief *= total / belief.sum()
+        marginals: list[np.ndarray | None] = [None] * len(self.cliques)
+        for i in self._distribute_order:
+            # Node i holds final counts: read out its potentials' marginals and, for each child,
+            # the separator counts; the HUGIN update child += log(separator counts) - (what the
+            # child sent up) leaves the child with its counts after one exp.
+            outs = self._marg_plans[i].run(beliefs[i])
+            hosted = self._hosted[i]
+            for k, table in zip(hosted, outs):
+                marginals[k] = table
+            for c, sep_counts in zip(self._children[i], outs[len(hosted) :]):
+                msg = np.log(sep_counts)
+                msg -= up[c]
+                msg[np.isnan(msg)] = -np.inf  # -inf - -inf: impossible in the child's subtree
+                b = beliefs[c]
+                b += msg.reshape(self._down_shape[c])
+                np.exp(b, out=b)
+        return beliefs, marginals
 
     def clique_marginals(self, beliefs: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Marginals of the potential cliques (axes in each clique's order) from calibrated beliefs."""
-        out = []
-        for home, (summed, back) in zip(self.home, self._from_node):
-            table = beliefs[home].sum(axis=summed) if summed else beliefs[home]
-            out.append(table.transpose(back) if back != sorted(back) else table)
+        out: list[np.ndarray | None] = [None] * len(self.cliques)
+        for i, hosted in enumerate(self._hosted):
+            if hosted:
+                for k, table in zip(hosted, self._marg_plans[i].run(beliefs[i])):
+                    out[k] = table
         return out
 
 

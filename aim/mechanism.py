@@ -70,7 +70,10 @@ class AIM:
         workload: (clique, weight) pairs; default all 2-way marginals with <= max_cells cells.
         max_model_size: cap on the junction-tree size in MB (reached when the budget is spent).
         max_iters / tol: mirror-descent iterations and relative tolerance per round.
-        final_iters: iterations of the final estimation (tolerance ``tol / 10``).
+        round_work: cap on a round's estimation work, in junction-tree cells x iterations: a
+            round on a model of C cells runs at most max(min_iters, round_work / C) iterations.
+        final_iters / final_tol / final_work: iterations, tolerance and work cap (cells x
+            iterations, never below 50 iterations) of the final estimation.
         rounds: T, the initial number of rounds (default 16 x number of attributes).
         seed: makes the whole run reproducible; progress: per-round lines on stderr.
     """
@@ -81,9 +84,13 @@ class AIM:
         delta: float = 1e-9,
         workload: Sequence | None = None,
         max_model_size: float = 80.0,
-        max_iters: int = 250,
-        tol: float | None = 1e-4,
+        max_iters: int = 50,
+        tol: float | None = 1e-3,
+        round_work: float = 2e8,
+        min_iters: int = 10,
         final_iters: int = 1000,
+        final_tol: float | None = 1e-4,
+        final_work: float = 5e8,
         rounds: int | None = None,
         max_cells: int = 10_000,
         loss_weight: str = "inverse_variance",
@@ -96,7 +103,11 @@ class AIM:
         self.max_model_size = max_model_size
         self.max_iters = max_iters
         self.tol = tol
+        self.round_work = round_work
+        self.min_iters = min_iters
         self.final_iters = final_iters
+        self.final_tol = final_tol
+        self.final_work = final_work
         self.rounds = rounds
         self.max_cells = max_cells
         self.loss_weight = loss_weight
@@ -115,7 +126,11 @@ class AIM:
             "max_model_size": float(self.max_model_size),
             "max_iters": int(self.max_iters),
             "tol": self.tol,
+            "round_work": float(self.round_work),
+            "min_iters": int(self.min_iters),
             "final_iters": int(self.final_iters),
+            "final_tol": self.final_tol,
+            "final_work": float(self.final_work),
             "rounds": self.rounds,
             "max_cells": int(self.max_cells),
             "loss_weight": self.loss_weight,
@@ -177,10 +192,29 @@ class AIM:
             choice = allowed[exponential_mechanism(scores, eps, sensitivity, rng, ledger, label=f"select round {len(log) + 1}")]
             measurements.append(measure_counts(answers[choice], choice, sigma, rng, ledger, label=f"round {len(log) + 1}"))
             before = estimates[allowed.index(choice)]
-            model = estimate(
-                domain, measurements, iters=self.max_iters, tol=self.tol, warm_start=model, loss_weight=self.loss_weight
-            )
-            anneal = should_anneal(before, model.marginals([choice])[0], sigma)
+            if terminate:  # the final estimation below fits the last measurement; no annealing test needed
+                anneal, iterations, size_mb = False, 0, model_size_mb(domain, model.cliques + (choice,))
+            else:
+                budget = self._round_iters(domain, model.cliques + (choice,))
+                model = estimate(
+                    domain, measurements, iters=budget, tol=self.tol, warm_start=model, loss_weight=self.loss_weight
+                )
+                iterations = model.info["iterations"]
+                anneal = should_anneal(before, model.marginals([choice])[0], sigma)
+                if anneal and iterations >= budget and budget < self.max_iters:
+                    # The work cap may have stopped the fit before the new marginal settled: an
+                    # under-converged fit looks "uninformative" and would anneal too early.
+                    model = estimate(
+                        domain,
+                        measurements,
+                        iters=self.max_iters - budget,
+                        tol=self.tol,
+                        warm_start=model,
+                        loss_weight=self.loss_weight,
+                    )
+                    iterations += model.info["iterations"]
+                    anneal = should_anneal(before, model.marginals([choice])[0], sigma)
+                size_mb = model.size_mb
             log.append(
                 {
                     "round": len(log) + 1,
@@ -189,24 +223,24 @@ class AIM:
                     "eps_select": eps,
                     "rho_used": ledger.spent,
                     "candidates": len(allowed),
-                    "model_size_mb": model.size_mb,
-                    "iterations": model.info["iterations"],
+                    "model_size_mb": size_mb,
+                    "iterations": iterations,
                     "annealed": anneal,
                     "seconds": time.perf_counter() - round_start,
                 }
             )
             self._log(
                 f"round {len(log):3d}  budget {100 * ledger.spent / rho:5.1f}%  {','.join(choice):<40} "
-                f"sigma={sigma:8.2f}  model {model.size_mb:6.2f} MB  {log[-1]['seconds']:.2f}s"
+                f"sigma={sigma:8.2f}  model {size_mb:6.2f} MB  {log[-1]['seconds']:.2f}s"
                 + ("  (anneal)" if anneal else "")
             )
-            if anneal and not terminate:
+            if anneal:
                 sigma, eps = sigma / 2, eps * 2
         model = estimate(
             domain,
             measurements,
-            iters=self.final_iters,
-            tol=None if self.tol is None else self.tol / 10,
+            iters=self._final_iters(domain, tuple(m.clique for m in measurements)),
+            tol=self.final_tol,
             warm_start=model,
             loss_weight=self.loss_weight,
         )
@@ -221,6 +255,16 @@ class AIM:
             config=self._config(workload),
             seed=self.seed,
         )
+
+    def _round_iters(self, domain, cliques) -> int:
+        """Iterations for one round: max_iters, fewer on big models (at most round_work cell-iterations)."""
+        cells = model_size_mb(domain, cliques) * 2**20 / 8
+        return int(min(self.max_iters, max(self.min_iters, self.round_work // max(cells, 1.0))))
+
+    def _final_iters(self, domain, cliques) -> int:
+        """Iterations of the final fit: final_iters, fewer on big models (at least 50)."""
+        cells = model_size_mb(domain, cliques) * 2**20 / 8
+        return int(min(self.final_iters, max(50, self.final_work // max(cells, 1.0))))
 
     @staticmethod
     def _filter(domain, model, cand_list: list[Clique], size_limit: float) -> list[Clique]:

@@ -110,7 +110,8 @@ def estimate(
 
     ``tol``: stop when the loss improved by less than ``tol`` (relative) over the last 10 iterations.
     ``warm_start``: start from a previous model's potentials, each added into the first new clique
-    containing it (its cliques join the clique set, so nothing is dropped).
+    containing it (its cliques join the clique set, so nothing is dropped), and from its adapted
+    step size when that is larger than 2 / (L N) (the line search halves it if it is too long).
     """
     if iters < 0:
         raise ValueError(f"iters must be >= 0, got {iters}")
@@ -138,13 +139,20 @@ def estimate(
     tree = build_junction_tree(domain, cliques)
     engine = TreeEngine(tree, cliques)
 
-    def marginals(th):
-        return engine.calibrate_marginals(th, total)
+    # Two buffer slots: the accepted iterate's tables live in one, each candidate is computed in the other.
+    slot = 0
 
-    beliefs, mu = marginals(theta)
+    def marginals(th, which):
+        return engine.calibrate_marginals(th, total, slot=which)
+
+    beliefs, mu = marginals(theta, slot)
     loss, grads = loss_fn(mu)
     history = [loss]
-    alpha = stepsize if stepsize is not None else 2.0 / (loss_fn.lipschitz * total)
+    alpha = 2.0 / (loss_fn.lipschitz * total)
+    if stepsize is not None:
+        alpha = stepsize
+    elif warm_start is not None and warm_start.info.get("stepsize", 0) > 0:
+        alpha = max(alpha, float(warm_start.info["stepsize"]))  # resume the adapted step
     bp_calls, accepted = 1, 0
     velocity = None  # heavy-ball momentum (theta_k - theta_{k-1}); dropped after a failed step
     it = 0
@@ -155,13 +163,14 @@ def estimate(
             cand_theta = [t - alpha * g + momentum * v for t, g, v in zip(theta, grads, velocity)]
         else:
             cand_theta = [t - alpha * g for t, g in zip(theta, grads)]
-        cand_beliefs, cand_mu = marginals(cand_theta)
+        cand_beliefs, cand_mu = marginals(cand_theta, 1 - slot)
         bp_calls += 1
         cand_loss, cand_grads = loss_fn(cand_mu)
         decrease = sum(float(np.vdot(g, m - c)) for g, m, c in zip(grads, mu, cand_mu))
         if loss - cand_loss >= armijo * decrease and cand_loss <= loss:
             velocity = [c - t for c, t in zip(cand_theta, theta)]
             theta, beliefs, mu, loss, grads = cand_theta, cand_beliefs, cand_mu, cand_loss, cand_grads
+            slot = 1 - slot
             alpha *= step_growth
             accepted += 1
         else:

@@ -27,7 +27,7 @@ from marginals.domain import Domain
 
 from .factor import logsumexp
 from .junction_tree import Clique, JunctionTree
-from .plans import AdditionPlan, MarginalPlan
+from .plans import AdditionPlan, MarginalPlan, reduce_axes
 
 
 class TreeEngine:
@@ -75,6 +75,8 @@ class TreeEngine:
         }
         # Post-order over every node (children before parents, each root after its tree).
         self._collect_order = [child for child, _ in tree.collect] + list(tree.roots)
+        self._slots: dict[int, list[np.ndarray]] = {}
+        self._scratch_flat: np.ndarray | None = None
         self._distribute_order = list(reversed(self._collect_order))
 
     def calibrate(self, log_potentials: Sequence[np.ndarray], total: float) -> list[np.ndarray]:
@@ -82,14 +84,33 @@ class TreeEngine:
         return self.calibrate_marginals(log_potentials, total)[0]
 
     def calibrate_marginals(
-        self, log_potentials: Sequence[np.ndarray], total: float
+        self, log_potentials: Sequence[np.ndarray], total: float, slot: int | None = None
     ) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        """Calibrated node counts and the marginals of the potential cliques, in one pass."""
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return self._calibrate(log_potentials, total)
+        """Calibrated node counts and the marginals of the potential cliques, in one pass.
 
-    def _calibrate(self, log_potentials, total):
+        With ``slot`` (any small int) the node tables live in buffers the engine keeps for that
+        slot and reuses on the next call with the same slot: the results stay valid until then.
+        Without it, fresh tables are allocated.
+        """
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return self._calibrate(log_potentials, total, slot)
+
+    def _buffers(self, slot: int | None) -> list[np.ndarray | None]:
+        if slot is None:
+            return [None] * len(self.tree.nodes)
+        if slot not in self._slots:
+            self._slots[slot] = [np.empty(p.shape) for p in self._add_plans]
+        return self._slots[slot]
+
+    def _scratch(self, shape: tuple[int, ...]) -> np.ndarray:
+        size = int(np.prod(shape))
+        if self._scratch_flat is None or self._scratch_flat.size < size:
+            self._scratch_flat = np.empty(max(size, max(int(np.prod(p.shape)) for p in self._add_plans)))
+        return self._scratch_flat[:size].reshape(shape)
+
+    def _calibrate(self, log_potentials, total, slot):
         tree = self.tree
+        buffers = self._buffers(slot)
         in_node_order = [
             v if perm is None else v.transpose(perm) for v, perm in zip(log_potentials, self._to_node_order)
         ]
@@ -97,10 +118,10 @@ class TreeEngine:
         up: dict[int, np.ndarray] = {}
         for i in self._collect_order:
             tables = [in_node_order[k] for k in self._hosted[i]] + [up[c] for c in self._children[i]]
-            belief = self._add_plans[i].run(tables)
+            belief = self._add_plans[i].run(tables, out=buffers[i])
             beliefs[i] = belief
             if tree.parent[i] is not None:
-                up[i] = _lse(belief, self._up_axes[i])
+                up[i] = _lse(belief, self._up_axes[i], self._scratch(belief.shape))
             else:  # a root's belief is complete: turn it into counts summing to total
                 peak = belief.max()
                 if not np.isfinite(peak):
@@ -136,17 +157,36 @@ class TreeEngine:
         return out
 
 
-def _lse(values: np.ndarray, axes: tuple[int, ...]) -> np.ndarray:
-    """logsumexp over ``axes`` for the hot loop (caller silences divide warnings); all -inf -> -inf."""
+#: a slice whose shifted sum falls below this has lost precision to underflow: redo it exactly.
+_UNDERFLOW = 1e-290
+
+
+def _lse(values: np.ndarray, axes: tuple[int, ...], scratch: np.ndarray | None = None) -> np.ndarray:
+    """logsumexp over ``axes`` for the hot loop (caller silences divide warnings); all -inf -> -inf.
+
+    One global max shift serves every slice; a slice whose shifted sum underflows (or a table with
+    -inf entries, which yields zero sums) is recomputed with a max shift per slice. ``scratch``
+    (same shape as ``values``) receives the shifted exponentials instead of a new array.
+    """
     if not axes:
         return values.copy()
-    peak = values.max(axis=axes, keepdims=True)
-    np.maximum(peak, -1e300, out=peak)  # an all -inf slice: exp(-inf - (-1e300)) = 0, log 0 = -inf
-    shifted = values - peak
+    keep = [n for i, n in enumerate(values.shape) if i not in axes]
+    peak = float(values.max())
+    if np.isfinite(peak):
+        shifted = np.subtract(values, peak, out=scratch)
+        np.exp(shifted, out=shifted)
+        sums = reduce_axes(np.sum, shifted, axes)
+        if sums.min() >= _UNDERFLOW:
+            out = np.log(sums)
+            out += peak
+            return out.reshape(keep)
+    slice_peak = reduce_axes(np.max, values, axes)
+    np.maximum(slice_peak, -1e300, out=slice_peak)  # an all -inf slice: exp(-inf) = 0, log 0 = -inf
+    shifted = np.subtract(values, slice_peak, out=scratch)
     np.exp(shifted, out=shifted)
-    out = np.log(shifted.sum(axis=axes, keepdims=True))
-    out += peak
-    return out.reshape([n for i, n in enumerate(values.shape) if i not in axes])
+    out = np.log(reduce_axes(np.sum, shifted, axes))
+    out += slice_peak
+    return out.reshape(keep)
 
 
 def brute_force_joint(domain: Domain, cliques: Sequence[Sequence[str]], log_potentials: Sequence[np.ndarray], total: float) -> np.ndarray:

@@ -32,6 +32,17 @@ def _bshape(sizes: dict[str, int], target: Attrs, attrs: Attrs) -> tuple[int, ..
     return tuple(sizes[a] if a in attrs else 1 for a in target)
 
 
+def reduce_axes(func, values: np.ndarray, axes: Sequence[int]) -> np.ndarray:
+    """``func`` (np.sum / np.max) over several axes (kept as size 1), one axis at a time, largest first.
+
+    numpy's multi-axis reductions over non-contiguous axes are several times slower than a
+    chain of single-axis reductions that shrink the table as fast as possible.
+    """
+    for axis in sorted(axes, key=lambda a: -values.shape[a]):
+        values = func(values, axis=axis, keepdims=True)
+    return values
+
+
 class AdditionPlan:
     """Sum tables over subsets of ``node`` (each given in node order) into one node table."""
 
@@ -62,22 +73,26 @@ class AdditionPlan:
         self.final = [(k, _bshape(sizes, node, live[k])) for k in sorted(live)]
         self.n_items = len(items)
 
-    def run(self, tables: Sequence[np.ndarray]) -> np.ndarray:
-        """The node table: the sum of ``tables`` (in the plan's item order) broadcast onto the node."""
+    def run(self, tables: Sequence[np.ndarray], out: np.ndarray | None = None) -> np.ndarray:
+        """The node table: the sum of ``tables`` (in the plan's item order) broadcast onto the node.
+
+        ``out`` (node-shaped, contents ignored) is filled instead of allocating a new table:
+        on large nodes a fresh allocation costs more than the arithmetic (first-touch faults).
+        """
         work = list(tables)
         for i, j, shape_i, shape_j in self.merges:
             work.append(work[i].reshape(shape_i) + work[j].reshape(shape_j))
+        if out is None:
+            out = np.empty(self.shape)
         if not self.final:
-            return np.zeros(self.shape)
+            out.fill(0.0)
+            return out
         (k0, s0), *rest = self.final
         if not rest:
-            out = np.empty(self.shape)
             out[...] = work[k0].reshape(s0)
             return out
         (k1, s1), *rest = rest
-        out = np.add(work[k0].reshape(s0), work[k1].reshape(s1))
-        if out.shape != self.shape:
-            out = np.broadcast_to(out, self.shape).copy()
+        np.add(work[k0].reshape(s0), work[k1].reshape(s1), out=out)
         for k, s in rest:
             out += work[k].reshape(s)
         return out

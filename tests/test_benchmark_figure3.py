@@ -1,0 +1,119 @@
+"""`benchmarks/figure3.py --quick` end to end: results table, plots, summary, and release caching."""
+
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from marginals.data import data_dir
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "benchmarks" / "figure3.py"
+
+REQUIRED = [
+    "dataset", "task", "target", "method", "epsilon", "delta", "trial", "seed", "metric_name", "metric",
+    "seconds", "release_seconds", "aim_rounds", "max_model_size", "release_file",
+]  # fmt: skip
+EXPECTED_METHODS = {
+    "linear": {"public", "ddssp", "aim_synth", "adassp"},
+    "linear-no-education": {"public", "ddssp", "aim_synth", "adassp"},
+    "logistic": {"public", "ddssp", "aim_synth", "objpert"},
+}
+
+
+def run_quick(out: Path, cache: Path) -> tuple[float, subprocess.CompletedProcess]:
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--out", str(out), "--release-cache", str(cache), "--jobs", "2"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    return time.perf_counter() - start, proc
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(data_dir() is None, reason="bundled data absent")
+def test_figure3_quick_end_to_end(tmp_path):
+    pytest.importorskip("matplotlib")
+    cache = tmp_path / "releases"
+    first_out, second_out = tmp_path / "first", tmp_path / "second"
+
+    first_time, proc = run_quick(first_out, cache)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "total wall time" in proc.stdout
+
+    df = pd.read_csv(first_out / "results.csv")
+    assert set(REQUIRED) <= set(df.columns)
+    assert set(df["dataset"]) == {"adult"}
+    assert sorted(df["epsilon"].unique()) == [0.1, 1.0]
+    assert set(df["trial"]) == {0}
+    assert set(df["delta"]) == {1e-5}
+    for task, methods in EXPECTED_METHODS.items():
+        sub = df[df["task"] == task]
+        assert set(sub["method"]) == methods, task
+        # exactly one row per method x epsilon x trial
+        assert len(sub) == len(methods) * 2
+        assert not sub.duplicated(["method", "epsilon", "trial", "max_model_size"]).any()
+    assert len(df) == sum(len(m) * 2 for m in EXPECTED_METHODS.values())
+
+    assert np.all(np.isfinite(df["metric"]))
+    mse = df[df["metric_name"] == "mse"]
+    auc = df[df["metric_name"] == "auc"]
+    assert set(mse["task"]) == {"linear", "linear-no-education"} and set(auc["task"]) == {"logistic"}
+    assert (mse["metric"] >= 0).all()
+    assert ((auc["metric"] >= 0) & (auc["metric"] <= 1)).all()
+    # the leaky full task: public OLS is nearly exact (reference: MSE about 0.00056)
+    public_full = df[(df["task"] == "linear") & (df["method"] == "public")]["metric"]
+    assert (public_full < 0.01).all()
+
+    aim_rows = df[df["method"].isin(["ddssp", "aim_synth"])]
+    assert (aim_rows["max_model_size"] == 200).all()
+    assert (aim_rows["aim_rounds"] > 0).all() and (aim_rows["release_seconds"] > 0).all()
+    assert not aim_rows["release_cached"].astype(bool).any()
+    # one release per epsilon, shared by the three tasks and both methods
+    assert aim_rows.groupby("epsilon")["release_file"].nunique().eq(1).all()
+    assert len(list(cache.glob("*.npz"))) == 2
+    assert (df["seconds"] >= 0).all()
+
+    summary = (first_out / "summary.md").read_text()
+    assert "Total wall time" in summary
+    assert "|mean_d - mean_s| <= 2 sqrt(se_d^2 + se_s^2)" in summary
+    assert "The paper's claims" in summary
+    for name in ("figure3_linear_mms200.png", "figure3_logistic_mms200.png"):
+        png = first_out / name
+        assert png.is_file() and png.stat().st_size > 1000
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"]({name})" in summary
+
+    # a second run reads the cached releases: same AIM results, same metrics, less time
+    second_time, proc2 = run_quick(second_out, cache)
+    assert proc2.returncode == 0, proc2.stderr[-4000:]
+    df2 = pd.read_csv(second_out / "results.csv")
+    assert len(df2) == len(df)
+    aim2 = df2[df2["method"].isin(["ddssp", "aim_synth"])]
+    assert aim2["release_cached"].astype(bool).all()
+    keys = ["task", "method", "epsilon", "trial"]
+    merged = df.merge(df2, on=keys, suffixes=("_1", "_2"))
+    assert len(merged) == len(df)
+    np.testing.assert_array_equal(merged["metric_1"], merged["metric_2"])
+    np.testing.assert_array_equal(merged["seed_1"], merged["seed_2"])
+    aim_merged = merged[merged["method"].isin(["ddssp", "aim_synth"])]
+    np.testing.assert_array_equal(aim_merged["aim_rounds_1"], aim_merged["aim_rounds_2"])
+    np.testing.assert_allclose(aim_merged["release_seconds_1"], aim_merged["release_seconds_2"])
+    assert (aim_merged["release_file_1"] == aim_merged["release_file_2"]).all()
+    assert len(list(cache.glob("*.npz"))) == 2
+    wall1 = float(re.search(r"total wall time: ([\d.]+)s", proc.stdout).group(1))
+    wall2 = float(re.search(r"total wall time: ([\d.]+)s", proc2.stdout).group(1))
+    assert wall2 < wall1 and second_time < first_time
+    assert "2 read from the cache" in (second_out / "summary.md").read_text()
+    assert math.isfinite(wall1)

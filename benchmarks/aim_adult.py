@@ -1,0 +1,142 @@
+"""AIM end to end: wall time, peak memory, rounds, final sigma and workload error.
+
+adult train (47,842 rows), all 105 pairs, delta = 1e-9, max_model_size 80 MB, for eps in
+{0.1, 1, 10} x 3 seeds, plus one run each on acs-income-lin and acs-employment at eps = 1.
+Every run happens in a fresh process, so its peak RSS is its own. Prints a table (``--json``:
+one JSON object). Workload error = mean over the 2-way workload of ||p - q||_1 on normalised
+marginals; mbi's AIM script prints half of that (total variation), shown as "TV" for reference.
+
+Usage: python benchmarks/aim_adult.py [--eps 0.1 1 10] [--seeds 0 1 2] [--jobs 1] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import resource
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+# Reference measured on this machine class (issue 4): mbi 2.0.0's AIM on adult, eps = 1,
+# delta = 1e-9, max_model_size 80, seed 0: 1,135 s, 38 rounds, 5.2 GB, errors 0.0513 / 0.0533.
+MBI_REFERENCE = {"seconds": 1135.0, "rss_mb": 5.2 * 1024, "model": 0.0513, "synthetic": 0.0533}
+
+
+def run_one(job: dict) -> dict:
+    """One AIM run in this (fresh) process; returns its measurements."""
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    from aim import AIM, all_k_way, workload_error
+    from marginals.data import load_bundled
+
+    data = load_bundled(job["dataset"])
+    start = time.perf_counter()
+    release = AIM(job["epsilon"], job["delta"], max_model_size=job["max_model_size"], seed=job["seed"]).run(data)
+    seconds = time.perf_counter() - start
+    workload = all_k_way(data.domain)
+    synthetic = release.synthetic_data()
+    return {
+        **job,
+        "rows": len(data),
+        "seconds": seconds,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "rounds": len(release.rounds),
+        "final_sigma": release.rounds[-1]["sigma"] if release.rounds else None,
+        "model_size_mb": release.model.size_mb,
+        "error_model": workload_error(data, release.model, workload),
+        "error_synthetic": workload_error(data, synthetic, workload),
+        "rho_spent": release.ledger.spent,
+        "rho": release.ledger.rho,
+    }
+
+
+def _mean(values):
+    return sum(values) / len(values)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--eps", type=float, nargs="+", default=[0.1, 1.0, 10.0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--delta", type=float, default=1e-9)
+    parser.add_argument("--max-model-size", type=float, default=80.0)
+    parser.add_argument("--others", nargs="*", default=["acs-income-lin", "acs-employment"],
+                        help="other data sets run once at eps = 1 (seed 0)")
+    parser.add_argument("--jobs", type=int, default=1, help="runs in parallel (timings are cleanest with 1)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    args = parser.parse_args(argv)
+
+    base = {"delta": args.delta, "max_model_size": args.max_model_size}
+    jobs = [{"dataset": "adult", "epsilon": e, "seed": s, **base} for e in args.eps for s in args.seeds]
+    jobs += [{"dataset": name, "epsilon": 1.0, "seed": 0, **base} for name in args.others]
+    context = mp.get_context("spawn")
+    start = time.perf_counter()
+    # maxtasksperchild=1: a fresh process per run, so ru_maxrss is that run's peak alone.
+    with context.Pool(processes=max(1, args.jobs), maxtasksperchild=1) as pool:
+        results = []
+        for res in pool.imap(run_one, jobs):
+            results.append(res)
+            if not args.json:
+                print(f"  done {res['dataset']} eps={res['epsilon']:g} seed={res['seed']}: {res['seconds']:.1f} s", file=sys.stderr)
+    total = time.perf_counter() - start
+
+    summary = []
+    for e in args.eps:
+        group = [r for r in results if r["dataset"] == "adult" and r["epsilon"] == e]
+        summary.append({
+            "epsilon": e,
+            "seeds": len(group),
+            "mean_seconds": _mean([r["seconds"] for r in group]),
+            "max_rss_mb": max(r["peak_rss_mb"] for r in group),
+            "mean_error_model": _mean([r["error_model"] for r in group]),
+            "mean_error_synthetic": _mean([r["error_synthetic"] for r in group]),
+        })
+    eps1 = next((s for s in summary if s["epsilon"] == 1.0), None)
+    targets = []
+    if eps1 is not None:
+        targets += [
+            ("adult eps=1 mean time < 40 s (stretch < 20 s)", eps1["mean_seconds"] < 40, f"{eps1['mean_seconds']:.1f} s"),
+            ("adult eps=1 mean model error <= 0.0513 (mbi, seed 0)", eps1["mean_error_model"] <= MBI_REFERENCE["model"],
+             f"{eps1['mean_error_model']:.4f}"),
+            ("adult eps=1 mean synthetic error <= 0.0533 (mbi, seed 0)",
+             eps1["mean_error_synthetic"] <= MBI_REFERENCE["synthetic"], f"{eps1['mean_error_synthetic']:.4f}"),
+        ]
+    max_rss = max(r["peak_rss_mb"] for r in results)
+    targets.append(("no run above 2 GB RSS", max_rss < 2048, f"max {max_rss:.0f} MB"))
+    targets.append(("every data set completes", len(results) == len(jobs), f"{len(results)}/{len(jobs)} runs"))
+    budget_ok = all(r["rho_spent"] <= r["rho"] * (1 + 1e-9) for r in results)
+    targets.append(("ledger within budget in every run", budget_ok, ""))
+
+    if args.json:
+        print(json.dumps({"runs": results, "summary": summary, "total_seconds": total,
+                          "targets": [{"target": t, "met": bool(ok), "value": v} for t, ok, v in targets],
+                          "mbi_reference": MBI_REFERENCE}, indent=1))
+        return 0
+    print(f"AIM, delta = {args.delta:g}, max_model_size = {args.max_model_size:g} MB, all 2-way workload "
+          f"(error = mean L1 on normalised marginals; TV = L1 / 2)")
+    head = f"{'data':<16}{'rows':>8}{'eps':>6}{'seed':>5}{'seconds':>9}{'RSS MB':>8}{'rounds':>7}{'sigma':>8}{'model MB':>9}{'err model':>10}{'err synth':>10}{'TV model':>9}"
+    print(head)
+    print("-" * len(head))
+    for r in results:
+        print(f"{r['dataset']:<16}{r['rows']:>8,}{r['epsilon']:>6g}{r['seed']:>5}{r['seconds']:>9.1f}{r['peak_rss_mb']:>8.0f}"
+              f"{r['rounds']:>7}{r['final_sigma']:>8.2f}{r['model_size_mb']:>9.2f}{r['error_model']:>10.4f}"
+              f"{r['error_synthetic']:>10.4f}{r['error_model'] / 2:>9.4f}")
+    print("\nadult, mean over seeds")
+    for s in summary:
+        print(f"  eps={s['epsilon']:<5g} {s['seeds']} seeds: {s['mean_seconds']:7.1f} s, max RSS {s['max_rss_mb']:.0f} MB, "
+              f"error model {s['mean_error_model']:.4f}, synthetic {s['mean_error_synthetic']:.4f}")
+    print(f"\nmbi 2.0 reference (issue 4, 48,842 rows, seed 0): {MBI_REFERENCE['seconds']:.0f} s, "
+          f"{MBI_REFERENCE['rss_mb'] / 1024:.1f} GB, errors {MBI_REFERENCE['model']} / {MBI_REFERENCE['synthetic']}")
+    print("targets:")
+    for target, ok, value in targets:
+        print(f"  [{'met' if ok else 'MISS'}] {target}: {value}")
+    print(f"total wall time {total:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -79,7 +79,7 @@ def _warn_inferred(source: Any, pairs: list[tuple[str, str]]) -> None:
             f"{len(missing)} of {len(pairs)} attribute pairs needed for Z^T Z are not inside any model clique: "
             f"their marginals are inferred by the model rather than measured (e.g. {examples})",
             UserWarning,
-            stacklevel=3,
+            stacklevel=5,  # the caller of .fit(...)
         )
 
 

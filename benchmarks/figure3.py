@@ -93,9 +93,9 @@ LINEAR_EPS = (0.05, 0.1, 0.5, 1.0, 2.0)
 LOGISTIC_EPS = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0)
 QUICK_EPS = (0.1, 1.0)
 DATASETS = ("adult", "acs-income-lin", "acs-employment")
-METHODS = ("public", "ddssp", "aim_synth", "adassp", "objpert")
+METHODS = ("public", "ddssp", "aim_synth", "adassp", "objpert", "ddssp_exact", "adassp_paper")
 AIM_METHODS = ("ddssp", "aim_synth")
-PURPOSE = {"aim": 0, "aim_synth": 1, "adassp": 2, "objpert": 3}
+PURPOSE = {"aim": 0, "aim_synth": 1, "adassp": 2, "objpert": 3, "adassp_paper": 4}
 COLUMNS = [
     "dataset", "task", "kind", "target", "method", "epsilon", "delta", "trial", "seed", "metric_name", "metric",
     "seconds", "release_seconds", "release_cached", "aim_rounds", "aim_model_mb", "max_model_size", "release_file",
@@ -282,6 +282,30 @@ def categorical(task: Task) -> list[str]:
     return [a for a in categorical_preset(task.dataset) if a not in task.drop]
 
 
+def paper_adassp(task: Task, data: Dataset, eps: float, delta: float, seed: int) -> PublicLinearRegression:
+    """DIAGNOSTIC, not a DP method of this project: AdaSSP with the DD-SSP paper's own calibration
+    (Appendix B: eps/3 and delta/3 per release, noise sqrt(log(6/delta)) * sensitivity / (eps/3)),
+    which is not a valid Gaussian mechanism above eps/3 ~ 0.3. It shows how the paper's baseline
+    compares with ours; the result is returned as a fitted linear model (coefficients replaced)."""
+    model = PublicLinearRegression(task.target, categorical=categorical(task)).fit(data)
+    encoding = model.encoding_
+    X, y = encoding.encode(data.to_df())
+    x_bound, y_bound = encoding.norm_bounds()
+    rng = np.random.default_rng(seed)
+    p = X.shape[1]
+    scale = math.sqrt(math.log(6.0 / delta)) / (eps / 3.0)
+    XtX, Xty = X.T @ X, X.T @ y
+    lam_min = max(0.0, float(np.linalg.eigvalsh(XtX)[0]))
+    lam_tilde = max(0.0, lam_min + scale * x_bound**2 * rng.standard_normal() - math.log(6.0 / delta) / (eps / 3.0) * x_bound**2)
+    ridge = max(0.0, math.sqrt(p * math.log(6.0 / delta) * math.log(2.0 * p**2 / 0.05)) * x_bound**2 / (eps / 3.0) - lam_tilde)
+    upper = np.triu(rng.standard_normal((p, p)))
+    XtX_noisy = XtX + scale * x_bound**2 * (upper + np.triu(upper, 1).T)
+    Xty_noisy = Xty + scale * x_bound * y_bound * rng.standard_normal(p)
+    theta = np.linalg.lstsq(XtX_noisy + ridge * np.eye(p), Xty_noisy, rcond=None)[0]
+    model._set_solution(theta, encoding)
+    return model
+
+
 def base_row(task: Task, method: str, eps: float, trial: int, delta: float, n_train: int, n_test: int) -> dict:
     return {"dataset": task.dataset, "task": task.name, "kind": task.kind, "target": task.target, "method": method,
             "epsilon": eps, "delta": delta, "trial": trial, "metric_name": task.metric_name,
@@ -336,6 +360,25 @@ def baseline_unit(spec: dict) -> dict:
                 row = base_row(task, "public", eps, trial, delta, len(train), len(test))
                 row.update(metric=metric, seconds=seconds, collinearity_warnings=n_col)
                 rows.append(row)
+        # Diagnostic: DD-SSP on the exact marginals of the training rows (non-private; its ceiling).
+        exact_cls = DDSSPLinearRegression if task.kind == "linear" else DDSSPLogisticRegression
+        exact = exact_cls(task.target, categorical=categorical(task))
+        seconds, n_col = timed_fit(exact, data, other_warnings)
+        exact_metric = evaluate(exact, task, test)
+        for eps in eps_list:
+            for trial in range(trials):
+                row = base_row(task, "ddssp_exact", eps, trial, delta, len(train), len(test))
+                row.update(metric=exact_metric, seconds=seconds, collinearity_warnings=n_col)
+                rows.append(row)
+        if task.kind == "linear":  # Diagnostic: the paper's AdaSSP calibration (see paper_adassp)
+            for eps in eps_list:
+                for trial in range(trials):
+                    seed = derive_seed(spec["seed"], dataset, eps, trial, "adassp_paper", task.name)
+                    start = time.perf_counter()
+                    model = paper_adassp(task, data, eps, delta, seed)
+                    row = base_row(task, "adassp_paper", eps, trial, delta, len(train), len(test))
+                    row.update(seed=seed, metric=evaluate(model, task, test), seconds=time.perf_counter() - start)
+                    rows.append(row)
         method = "adassp" if task.kind == "linear" else "objpert"
         for eps in eps_list:
             for trial in range(trials):

@@ -12,11 +12,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+try:  # run as a script from benchmarks/ or imported as a module
+    from figure3_investigation import investigation
+except ImportError:  # pragma: no cover
+    from benchmarks.figure3_investigation import investigation
+
 AIM_METHODS = ("ddssp", "aim_synth")
 LABELS = {"public": "public (non-private)", "ddssp": "DD-SSP", "aim_synth": "AIM-Synth", "adassp": "AdaSSP",
-          "objpert": "ObjPert"}  # fmt: skip
+          "objpert": "ObjPert", "ddssp_exact": "DD-SSP, exact marginals (non-private)",
+          "adassp_paper": "AdaSSP, paper's calibration (diagnostic)"}  # fmt: skip
 STYLE = {"ddssp": ("tab:blue", "o"), "aim_synth": ("tab:orange", "s"), "adassp": ("tab:green", "^"),
-         "objpert": ("tab:red", "v"), "public": ("black", None)}  # fmt: skip
+         "objpert": ("tab:red", "v"), "public": ("black", None), "adassp_paper": ("tab:olive", "x"),
+         "ddssp_exact": ("tab:gray", None)}  # fmt: skip
 BASELINE = {"linear": "adassp", "logistic": "objpert"}
 CLOSE_AUC = 0.01  # "close" AUC at high epsilon (the paper's "close performance")
 LOW_EPS = 0.2  # "low-epsilon regime": epsilon <= this
@@ -121,16 +128,20 @@ def make_plots(df: pd.DataFrame, out: Path) -> list[Path]:
             fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.8), squeeze=False)
             for ax, (dataset, task, target) in zip(axes[0], panels):
                 cell = sub[(sub["dataset"] == dataset) & (sub["task"] == task)]
-                for method in ("ddssp", "aim_synth", "adassp", "objpert"):
+                for method in ("ddssp", "aim_synth", "adassp", "objpert", "adassp_paper"):
                     m = cell[cell["method"] == method].sort_values("epsilon")
                     if m.empty:
                         continue
                     color, marker = STYLE[method]
                     ax.errorbar(m["epsilon"], m["mean"], yerr=m["se"].fillna(0.0), color=color, marker=marker,
-                                capsize=3, label=LABELS[method])  # fmt: skip
+                                capsize=3, label=LABELS[method],
+                                linestyle=":" if method == "adassp_paper" else "-")  # fmt: skip
                 pub = cell[cell["method"] == "public"]
                 if not pub.empty:
                     ax.axhline(float(pub["mean"].mean()), color="black", linestyle="--", label=LABELS["public"])
+                exact = cell[cell["method"] == "ddssp_exact"]
+                if not exact.empty:
+                    ax.axhline(float(exact["mean"].mean()), color="tab:gray", linestyle=":", label=LABELS["ddssp_exact"])
                 ax.set_xscale("log")
                 values = cell["mean"].to_numpy()
                 if kind == "linear" and values.min() > 0 and values.max() / values.min() > 10:
@@ -317,6 +328,7 @@ def summary_markdown(df: pd.DataFrame, info: dict) -> str:
                      "logistic, ACSmobility, ACSPublicCoverage) are not part of this run.")  # fmt: skip
         lines.append("")
         lines += _claims(stats, S)
+        lines += investigation(stats, S, float(args["delta"]))
     lines += _release_section(info)
     lines.append("## Warnings and errors")
     lines.append("")

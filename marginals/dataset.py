@@ -21,7 +21,8 @@ class DataError(ValueError):
     """Raised when a table does not match its domain (the message says where and how)."""
 
 
-def _code_dtype(levels: int) -> np.dtype:
+def code_dtype(levels: int) -> np.dtype:
+    """The smallest unsigned integer dtype that holds the codes 0 .. levels-1."""
     for dt in (np.uint8, np.uint16, np.uint32):
         if levels - 1 <= np.iinfo(dt).max:
             return np.dtype(dt)
@@ -66,7 +67,7 @@ def _validate_column(name: str, series: pd.Series, levels: int) -> np.ndarray:
             f"column {name!r}: {int(outside.sum())} value(s) outside the codes 0..{levels - 1}, "
             f"{_example(outside, raw, index)}"
         )
-    return ints.astype(_code_dtype(levels))
+    return ints.astype(code_dtype(levels))
 
 
 class Dataset:

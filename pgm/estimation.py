@@ -5,9 +5,13 @@ default) or 1/sigma_i (the AIM paper's text). Mirror descent runs in potential s
 theta <- theta - alpha * grad_mu L(mu(theta)), mu(theta) from belief propagation with the total
 fixed to N. The step starts at 2 / (L_ip N), with L_ip = max over potential cliques C of
 sum_{i -> C} w_i |C| / |C_i| (exact for marginal measurements), grows after every accepted
-step and halves after a rejected one; a step is accepted when it passes the Armijo test
-L(mu) - L(mu') >= c <grad L(mu), mu - mu'> along the mirror-descent arc, so the loss never
-increases. N is the minimum-variance unbiased combination of the measurements' totals.
+step (x1.05) and halves after a rejected one; a step is accepted when it passes the Armijo
+test L(mu) - L(mu') >= c <grad L(mu), mu - mu'> along the mirror-descent arc and does not raise
+the loss, so the loss never increases. Accepted steps carry heavy-ball momentum
+(theta_{k+1} = theta_k - alpha grad + 0.95 (theta_k - theta_{k-1})); a rejected step drops the
+momentum, or halves the step when there was none. On adult this reaches the loss that mbi 2.0
+attains in 1000 iterations in about 160 (benchmarks/pgm_speed.py). N is the minimum-variance
+unbiased combination of the measurements' totals.
 """
 
 from __future__ import annotations

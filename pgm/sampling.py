@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from marginals.dataset import _code_dtype
+from marginals.dataset import code_dtype
 
 
 def group_sample(groups: np.ndarray, cond: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -67,5 +67,5 @@ def sample_rows(model, n: int, rng: np.random.Generator) -> pd.DataFrame:
             groups = groups * domain[p] + columns[p]
         columns[attr] = group_sample(groups, cond, rng)
     shuffle = rng.permutation(n)
-    data = {a: columns[a][shuffle].astype(_code_dtype(domain[a])) for a in domain.attrs}
+    data = {a: columns[a][shuffle].astype(code_dtype(domain[a])) for a in domain.attrs}
     return pd.DataFrame(data, columns=list(domain.attrs))

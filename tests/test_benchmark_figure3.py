@@ -22,10 +22,10 @@ REQUIRED = [
     "dataset", "task", "target", "method", "epsilon", "delta", "trial", "seed", "metric_name", "metric",
     "seconds", "release_seconds", "aim_rounds", "max_model_size", "release_file",
 ]  # fmt: skip
-EXPECTED_METHODS = {
-    "linear": {"public", "ddssp", "aim_synth", "adassp"},
-    "linear-no-education": {"public", "ddssp", "aim_synth", "adassp"},
-    "logistic": {"public", "ddssp", "aim_synth", "objpert"},
+EXPECTED_METHODS = {  # plus the diagnostics: DD-SSP on exact marginals, the paper-calibrated AdaSSP
+    "linear": {"public", "ddssp", "aim_synth", "adassp", "ddssp_exact", "adassp_paper"},
+    "linear-no-education": {"public", "ddssp", "aim_synth", "adassp", "ddssp_exact", "adassp_paper"},
+    "logistic": {"public", "ddssp", "aim_synth", "objpert", "ddssp_exact"},
 }
 
 
@@ -75,6 +75,11 @@ def test_figure3_quick_end_to_end(tmp_path):
     # the leaky full task: public OLS is nearly exact (reference: MSE about 0.00056)
     public_full = df[(df["task"] == "linear") & (df["method"] == "public")]["metric"]
     assert (public_full < 0.01).all()
+    # DD-SSP on exact marginals is ordinary least squares (the Z^T Z algebra is exact)
+    for task in ("linear", "linear-no-education"):
+        exact = df[(df["task"] == task) & (df["method"] == "ddssp_exact")]["metric"].to_numpy()
+        public = df[(df["task"] == task) & (df["method"] == "public")]["metric"].to_numpy()
+        assert np.allclose(exact, public, rtol=1e-6)
 
     aim_rows = df[df["method"].isin(["ddssp", "aim_synth"])]
     assert (aim_rows["max_model_size"] == 200).all()
@@ -89,6 +94,7 @@ def test_figure3_quick_end_to_end(tmp_path):
     assert "Total wall time" in summary
     assert "|mean_d - mean_s| <= 2 sqrt(se_d^2 + se_s^2)" in summary
     assert "The paper's claims" in summary
+    assert "Bug or real?" in summary
     for name in ("figure3_linear_mms200.png", "figure3_logistic_mms200.png"):
         png = first_out / name
         assert png.is_file() and png.stat().st_size > 1000

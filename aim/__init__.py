@@ -2,12 +2,14 @@
 
 from .mechanism import AIM, plan_round, round_cost, round_scales, should_anneal
 from .metrics import workload_error
-from .release import Release
+from .release import Release, ReleaseFormatError, ReleaseView
 from .workload import all_k_way, candidates, normalize_workload
 
 __all__ = [
     "AIM",
     "Release",
+    "ReleaseFormatError",
+    "ReleaseView",
     "all_k_way",
     "candidates",
     "normalize_workload",

@@ -20,11 +20,12 @@ from __future__ import annotations
 import math
 import sys
 import time
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from marginals.dataset import Dataset
+from marginals.distributed import DaskDataset
 from marginals.mechanisms import exponential_mechanism, measure_counts
 from marginals.privacy import BUDGET_RTOL, Accountant, cdp_rho
 from pgm.estimation import estimate
@@ -35,6 +36,8 @@ from .workload import Clique, all_k_way, candidates, normalize_workload
 
 MEASURE_SHARE = 0.9  # of each round's budget; the rest pays for the selection
 EXPECTED_L1 = math.sqrt(2 / math.pi)  # E|N(0, 1)|
+# `pgm.estimate` settings a run may change; iterations, tolerance, warm start and loss weight are AIM's own.
+ESTIMATOR_OPTIONS = ("stepsize", "step_growth", "armijo", "momentum", "resume_stepsize")
 
 
 def round_scales(rho_round: float) -> tuple[float, float]:
@@ -75,6 +78,8 @@ class AIM:
         final_iters / final_tol / final_work: iterations, tolerance and work cap (cells x
             iterations, never below 50 iterations) of the final estimation.
         rounds: T, the initial number of rounds (default 16 x number of attributes).
+        estimator_options: extra mirror-descent settings for every `pgm.estimate` call (keys in
+            ESTIMATOR_OPTIONS, e.g. ``{"momentum": 0.0, "step_growth": 1.01}`` for mbi's rule).
         seed: makes the whole run reproducible; progress: per-round lines on stderr.
     """
 
@@ -94,6 +99,7 @@ class AIM:
         rounds: int | None = None,
         max_cells: int = 10_000,
         loss_weight: str = "inverse_variance",
+        estimator_options: Mapping[str, Any] | None = None,
         seed: int | None = None,
         progress: bool = False,
     ) -> None:
@@ -111,6 +117,7 @@ class AIM:
         self.rounds = rounds
         self.max_cells = max_cells
         self.loss_weight = loss_weight
+        self.estimator_options = estimator_options
         self.seed = seed
         self.progress = progress
 
@@ -134,17 +141,21 @@ class AIM:
             "rounds": self.rounds,
             "max_cells": int(self.max_cells),
             "loss_weight": self.loss_weight,
+            "estimator_options": dict(sorted((self.estimator_options or {}).items())),
             "workload": [[list(c), w] for c, w in workload],
         }
 
-    def run(self, dataset: Dataset) -> Release:
+    def run(self, dataset: Dataset | DaskDataset) -> Release:
         """Run AIM on ``dataset`` and return the release (measurements, model, ledger, log)."""
-        if not isinstance(dataset, Dataset):
-            raise TypeError(f"AIM.run needs a marginals.Dataset, got {type(dataset).__name__}")
+        if not isinstance(dataset, (Dataset, DaskDataset)):
+            raise TypeError(f"AIM.run needs a marginals.Dataset or marginals.DaskDataset, got {type(dataset).__name__}")
         if dataset.weights is not None:  # weighted counts: sensitivity 1 would not hold
             raise ValueError("AIM.run: the dataset has row weights, whose sensitivity is not 1; pass an unweighted dataset")
         if not (self.max_model_size > 0):
             raise ValueError(f"max_model_size must be > 0 MB, got {self.max_model_size}")
+        unknown = sorted(set(self.estimator_options or {}) - set(ESTIMATOR_OPTIONS))
+        if unknown:
+            raise ValueError(f"estimator_options: unknown key(s) {unknown}; allowed: {list(ESTIMATOR_OPTIONS)}")
         domain = dataset.domain
         workload = normalize_workload(
             domain, self.workload if self.workload is not None else all_k_way(domain, 2, self.max_cells)
@@ -167,7 +178,7 @@ class AIM:
         measurements = []
         for clique in oneway:
             measurements.append(measure_counts(answers[clique], clique, sigma, rng, ledger, label=f"init {clique[0]}"))
-        model = estimate(domain, measurements, iters=self.max_iters, tol=self.tol, loss_weight=self.loss_weight)
+        model = self._fit(domain, measurements, self.max_iters, self.tol)
         log: list[dict] = []
         self._log(
             f"AIM: eps={self.epsilon:g} delta={self.delta:g} rho={rho:.6g}, {len(cand_list)} candidates, "
@@ -196,22 +207,13 @@ class AIM:
                 anneal, iterations, size_mb = False, 0, model_size_mb(domain, model.cliques + (choice,))
             else:
                 budget = self._round_iters(domain, model.cliques + (choice,))
-                model = estimate(
-                    domain, measurements, iters=budget, tol=self.tol, warm_start=model, loss_weight=self.loss_weight
-                )
+                model = self._fit(domain, measurements, budget, self.tol, warm_start=model)
                 iterations = model.info["iterations"]
                 anneal = should_anneal(before, model.marginals([choice])[0], sigma)
                 if anneal and iterations >= budget and budget < self.max_iters:
                     # The work cap may have stopped the fit before the new marginal settled: an
                     # under-converged fit looks "uninformative" and would anneal too early.
-                    model = estimate(
-                        domain,
-                        measurements,
-                        iters=self.max_iters - budget,
-                        tol=self.tol,
-                        warm_start=model,
-                        loss_weight=self.loss_weight,
-                    )
+                    model = self._fit(domain, measurements, self.max_iters - budget, self.tol, warm_start=model)
                     iterations += model.info["iterations"]
                     anneal = should_anneal(before, model.marginals([choice])[0], sigma)
                 size_mb = model.size_mb
@@ -236,14 +238,8 @@ class AIM:
             )
             if anneal:
                 sigma, eps = sigma / 2, eps * 2
-        model = estimate(
-            domain,
-            measurements,
-            iters=self._final_iters(domain, tuple(m.clique for m in measurements)),
-            tol=self.final_tol,
-            warm_start=model,
-            loss_weight=self.loss_weight,
-        )
+        final_iters = self._final_iters(domain, tuple(m.clique for m in measurements))
+        model = self._fit(domain, measurements, final_iters, self.final_tol, warm_start=model)
         assert ledger.spent <= rho * (1 + BUDGET_RTOL), "privacy ledger exceeds the budget"
         self._log(f"AIM done: {len(log)} rounds, {time.perf_counter() - start:.1f}s, model {model.size_mb:.2f} MB")
         return Release(
@@ -254,6 +250,13 @@ class AIM:
             rounds=log,
             config=self._config(workload),
             seed=self.seed,
+        )
+
+    def _fit(self, domain, measurements, iters: int, tol: float | None, warm_start=None):
+        """One warm-started `pgm.estimate` call with this run's loss weight and estimator options."""
+        return estimate(
+            domain, measurements, iters=iters, tol=tol, warm_start=warm_start, loss_weight=self.loss_weight,
+            **(self.estimator_options or {}),
         )
 
     def _round_iters(self, domain, cliques) -> int:

@@ -26,6 +26,10 @@ FORMAT = "dp-marginals-release"
 VERSION = 1
 
 
+class ReleaseFormatError(ValueError):
+    """A file that is not a readable release: wrong format or version, truncated or corrupt."""
+
+
 @dataclass(eq=False)
 class Release:
     """The output of a DP mechanism: ``measurements`` + fitted ``model`` + ``ledger``."""
@@ -96,14 +100,26 @@ class Release:
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Release":
         """Read a file written by `save` (checks the format name and version)."""
+        try:
+            return cls._read(path)
+        except (ReleaseFormatError, FileNotFoundError, IsADirectoryError, PermissionError):
+            raise
+        except Exception as exc:  # zip, npz, JSON or key errors: a truncated or foreign file
+            raise ReleaseFormatError(f"{path}: not a readable release file ({type(exc).__name__}: {exc})") from exc
+
+    @classmethod
+    def _read(cls, path: str | os.PathLike) -> "Release":
         with np.load(path, allow_pickle=False) as npz:
             if "header" not in npz.files:
-                raise ValueError(f"{path}: not a release file (no header)")
+                raise ReleaseFormatError(f"{path}: not a release file (no header)")
             header = json.loads(str(npz["header"]))
-            if header.get("format") != FORMAT:
-                raise ValueError(f"{path}: not a release file (format {header.get('format')!r})")
+            if not isinstance(header, dict) or header.get("format") != FORMAT:
+                found = header.get("format") if isinstance(header, dict) else None
+                raise ReleaseFormatError(f"{path}: not a release file (format {found!r})")
             if header.get("version") != VERSION:
-                raise ValueError(f"{path}: release format version {header.get('version')} is not supported (expected {VERSION})")
+                raise ReleaseFormatError(
+                    f"{path}: release format version {header.get('version')} is not supported (expected {VERSION})"
+                )
             domain = Domain.from_dict(header["domain"])
             measurements = [
                 Measurement(tuple(m["clique"]), npz[f"measurement_{i}"], m["sigma"])
@@ -122,6 +138,10 @@ class Release:
             seed=header["seed"],
         )
 
+    def without(self, attrs: Sequence[str]) -> "ReleaseView":
+        """This release seen without ``attrs`` (e.g. a feature that leaks the target)."""
+        return ReleaseView(self, tuple(self.domain.check(attrs)))
+
     def summary(self) -> str:
         """A short readable description: size, rounds, model and ledger."""
         lines = [
@@ -131,3 +151,25 @@ class Release:
             self.ledger.summary(),
         ]
         return "\n".join(lines)
+
+
+class ReleaseView:
+    """A release seen without some attributes: marginals over the rest, synthetic rows without them."""
+
+    def __init__(self, release: Release, dropped: tuple[str, ...]) -> None:
+        self.release = release
+        self.dropped = dropped
+        self.domain = release.domain.marginalize(dropped)
+        self.model = release.model  # clique membership (which pairs were measured) is unchanged
+
+    def marginal(self, attrs: Sequence[str]) -> np.ndarray:
+        """The model's marginal over ``attrs`` (none of them dropped)."""
+        return self.marginals([tuple(attrs)])[0]
+
+    def marginals(self, cliques: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """The model's marginals over cliques of the remaining attributes."""
+        return self.release.marginals([tuple(self.domain.check(c)) for c in cliques])
+
+    def synthetic_data(self, n: int | None = None, rng: np.random.Generator | int | None = None) -> pd.DataFrame:
+        """The release's synthetic rows without the dropped columns."""
+        return self.release.synthetic_data(n, rng).drop(columns=list(self.dropped))

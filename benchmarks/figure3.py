@@ -232,22 +232,6 @@ def get_release(
     return release, info
 
 
-class DropColumns:
-    """A release seen without some attributes: DD-SSP gets fewer blocks, AIM-Synth fewer columns."""
-
-    def __init__(self, release: Release, drop: tuple[str, ...]) -> None:
-        self.release = release
-        self.drop = list(drop)
-        self.domain = release.domain.marginalize(drop)
-        self.model = release.model  # for ddssp's coverage check (clique membership is unchanged)
-
-    def marginals(self, cliques):
-        return self.release.marginals(cliques)
-
-    def synthetic_data(self, n=None, rng=None) -> pd.DataFrame:
-        return self.release.synthetic_data(n, rng).drop(columns=self.drop)
-
-
 # -- fitting and evaluation -----------------------------------------------------------------------
 
 
@@ -325,7 +309,7 @@ def release_unit(spec: dict) -> dict:
     release, info = get_release(dataset, eps, trial, mms, delta, spec["seed"], cache, log_dir)
     rows, other_warnings = [], {}
     for task in (Task(**t) for t in spec["tasks"]):
-        source = DropColumns(release, task.drop) if task.drop else release
+        source = release.without(task.drop) if task.drop else release
         if task.kind == "linear":
             ddssp = DDSSPLinearRegression(task.target, categorical=categorical(task))
         else:

@@ -2,6 +2,8 @@
 zCDP accounting, and the Gaussian and exponential mechanisms."""
 
 from .dataset import DataError, Dataset
+from .discretize import Discretizer
+from .distributed import DaskDataset  # imports dask only when a DaskDataset is built
 from .domain import Domain
 from .mechanisms import (
     Measurement,
@@ -16,8 +18,10 @@ __all__ = [
     "Accountant",
     "BudgetExceeded",
     "Charge",
+    "DaskDataset",
     "DataError",
     "Dataset",
+    "Discretizer",
     "Domain",
     "Measurement",
     "cdp_delta",

@@ -18,6 +18,11 @@ from .dataset import Dataset
 from .domain import Domain
 
 BUNDLED = ("adult", "acs-income-lin", "acs-employment")
+ADULT_RAW_COLUMNS = (  # the order of adult.names; the last column (the class) is unnamed there
+    "age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
+    "relationship", "race", "sex", "capital-gain", "capital-loss", "hours-per-week", "native-country",
+    "income",
+)
 
 
 def data_dir() -> Path | None:
@@ -49,6 +54,25 @@ def load_bundled(name: str, split: str = "train", limit: int | None = None) -> D
     domain = Domain.load(folder / "domain.json")
     df = pd.read_csv(folder / f"{split}.csv", nrows=limit)
     return Dataset(df, domain)
+
+
+def load_adult_raw(split: str = "train", keep_markers: bool = False) -> pd.DataFrame:
+    """The original UCI Adult rows (``adult.data`` or ``adult.test`` under ``<data_dir>/adult-raw``) as raw
+    values; ``"?"`` becomes NaN unless ``keep_markers``. Encode them with a `marginals.Discretizer`."""
+    files = {"train": "adult.data", "test": "adult.test"}
+    if split not in files:
+        raise ValueError(f"split must be 'train' or 'test', got {split!r}")
+    root = data_dir()
+    path = None if root is None else root / "adult-raw" / files[split]
+    if path is None or not path.is_file():
+        where = "the bundled data folder (../shared/data) is absent" if root is None else f"{path} is absent"
+        raise FileNotFoundError(f"cannot load the raw adult data: {where}; set DP_MARGINALS_DATA")
+    with open(path, encoding="utf-8") as fh:
+        header = 1 if fh.readline().startswith("|") else 0  # adult.test opens with "|1x3 Cross validator"
+    return pd.read_csv(
+        path, header=None, names=list(ADULT_RAW_COLUMNS), skiprows=header, skipinitialspace=True,
+        na_values=[] if keep_markers else ["?"], keep_default_na=False,
+    )
 
 
 def demo_domain() -> Domain:

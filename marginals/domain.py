@@ -56,7 +56,10 @@ class Domain:
     def load(cls, path: str | os.PathLike) -> "Domain":
         """Read a ``domain.json`` file (a JSON object attribute -> number of levels, in order)."""
         with open(path, encoding="utf-8") as fh:
-            raw = json.load(fh)
+            try:
+                raw = json.load(fh)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}: not valid JSON ({exc})") from None
         if not isinstance(raw, dict):
             raise ValueError(f"{path}: a domain file must hold a JSON object, got {type(raw).__name__}")
         for a, m in raw.items():

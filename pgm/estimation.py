@@ -109,13 +109,15 @@ def estimate(
     armijo: float = 0.5,
     callback: Callable[[int, float], None] | None = None,
     momentum: float = 0.95,
+    resume_stepsize: bool = True,
 ) -> Model:
     """Fit a `Model` to ``measurements`` by mirror descent (see the module docstring).
 
     ``tol``: stop when the loss improved by less than ``tol`` (relative) over the last 10 iterations.
     ``warm_start``: start from a previous model's potentials, each added into the first new clique
     containing it (its cliques join the clique set, so nothing is dropped), and from its adapted
-    step size when that is larger than 2 / (L N) (the line search halves it if it is too long).
+    step size when that is larger than 2 / (L N) (the line search halves it if it is too long);
+    ``resume_stepsize=False`` restarts at 2 / (L N) instead, as mbi does on every call.
     """
     if iters < 0:
         raise ValueError(f"iters must be >= 0, got {iters}")
@@ -155,7 +157,7 @@ def estimate(
     alpha = 2.0 / (loss_fn.lipschitz * total)
     if stepsize is not None:
         alpha = stepsize
-    elif warm_start is not None and warm_start.info.get("stepsize", 0) > 0:
+    elif resume_stepsize and warm_start is not None and warm_start.info.get("stepsize", 0) > 0:
         alpha = max(alpha, float(warm_start.info["stepsize"]))  # resume the adapted step
     bp_calls, accepted = 1, 0
     velocity = None  # heavy-ball momentum (theta_k - theta_{k-1}); dropped after a failed step

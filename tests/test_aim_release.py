@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 import marginals.domain
-from aim import AIM, Release
+from aim import AIM, Release, ReleaseFormatError
 from marginals.data import demo_dataset
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -120,8 +120,18 @@ def test_bad_files_raise(tmp_path, release):
 
     text = tmp_path / "text.npz"
     text.write_text("hello, not a numpy file\n")
-    with pytest.raises((ValueError, OSError)):
+    with pytest.raises(ReleaseFormatError, match="not a readable release file"):
         Release.load(text)
+
+    truncated = tmp_path / "truncated.npz"
+    truncated.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    with pytest.raises(ReleaseFormatError, match="truncated.npz: not a readable release file"):
+        Release.load(truncated)
+
+    lost_array = tmp_path / "lost_array.npz"
+    lost_array.write_bytes(_npz_bytes(header=np.array(json.dumps(header))))  # header without the arrays
+    with pytest.raises(ReleaseFormatError, match="KeyError"):
+        Release.load(lost_array)
 
     with pytest.raises(FileNotFoundError):
         Release.load(tmp_path / "missing.npz")
@@ -203,3 +213,17 @@ def test_same_seed_same_release_across_processes(tmp_path):
     header_c, arrays_c = _contents(paths["c"])
     assert header_c["seed"] == 124
     assert arrays_c["measurement_0"] != arrays_a["measurement_0"]
+
+
+def test_release_without_an_attribute(release, data):
+    view = release.without(["education"])
+    assert "education" not in view.domain.attrs and len(view.domain) == len(release.domain) - 1
+    pair = ("age", "hours")
+    np.testing.assert_array_equal(view.marginal(pair), release.marginal(pair))
+    with pytest.raises(ValueError, match="unknown attribute"):
+        view.marginals([("age", "education")])
+    rows = view.synthetic_data(rng=3)
+    full = release.synthetic_data(rng=3)
+    pd.testing.assert_frame_equal(rows, full.drop(columns=["education"]))
+    with pytest.raises(ValueError, match="unknown attribute"):
+        release.without(["nope"])

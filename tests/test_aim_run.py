@@ -1,23 +1,16 @@
-"""AIM end to end: workload_error, progress output, input validation and the ``python -m aim`` CLI."""
+"""AIM end to end: workload_error, progress output, estimator options and input validation."""
 
 from __future__ import annotations
-
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from aim import AIM, Release, workload_error
-from aim.__main__ import main as aim_main
-from marginals import Dataset, Domain, cdp_rho
-from marginals.data import data_dir, demo_dataset, demo_domain
+from aim import AIM, workload_error
+from marginals import Dataset, Domain
+from marginals.data import demo_dataset
 from pgm.model import Model
 
-ROOT = Path(__file__).resolve().parent.parent
 AB = Domain(("a", "b"), (2, 2))
 TRUE = Dataset(pd.DataFrame({"a": [0, 0, 1, 1], "b": [0, 1, 1, 1]}), AB)
 SYNTH = pd.DataFrame({"a": [0, 0, 0, 1, 1], "b": [0, 0, 1, 0, 1]})
@@ -142,66 +135,24 @@ def test_weighted_dataset_is_refused(tiny):
         AIM(1.0, max_iters=5, final_iters=5, seed=0).run(weighted)
 
 
-# --- the CLI -------------------------------------------------------------------------------------
+def test_unknown_estimator_option_is_refused(tiny):
+    with pytest.raises(ValueError, match=r"estimator_options: unknown key\(s\) \['iters'\]"):
+        AIM(1.0, estimator_options={"iters": 5}).run(tiny)
 
 
-def _check_outputs(folder: Path, stem: str, domain: Domain, epsilon: float, delta: float = 1e-9) -> Release:
-    assert sorted(p.name for p in folder.iterdir()) == sorted([f"{stem}.npz", f"{stem}-synthetic.csv"])
-    release = Release.load(folder / f"{stem}.npz")
-    assert release.domain == domain
-    assert release.ledger.spent == pytest.approx(cdp_rho(epsilon, delta), rel=1e-9)
-    synth = pd.read_csv(folder / f"{stem}-synthetic.csv")
-    assert list(synth.columns) == list(domain.attrs)
-    assert len(synth) == int(round(release.total))
-    Dataset(synth, domain)  # valid codes for the domain
-    return release
+def test_estimator_options_reach_every_fit(tiny, monkeypatch):
+    import aim.mechanism as mechanism
 
+    seen = []
+    real = mechanism.estimate
 
-def test_cli_on_the_demo_table(tmp_path):
-    env = {**os.environ, "DP_MARGINALS_DATA": "/nonexistent", "PYTHONPATH": str(ROOT)}
-    proc = subprocess.run(
-        [sys.executable, "-m", "aim", "--epsilon", "0.1", "--out", str(tmp_path / "out")],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert "demo table" in proc.stdout
-    assert "privacy ledger" in proc.stdout and "workload error" in proc.stdout
-    release = _check_outputs(tmp_path / "out", "demo-eps0.1-seed0", demo_domain(), 0.1)
-    assert release.seed == 0
-    assert sum(ln.startswith("round") for ln in proc.stderr.splitlines()) == len(release.rounds)
+    def spy(*args, **kwargs):
+        seen.append(kwargs)
+        return real(*args, **kwargs)
 
-
-@pytest.mark.skipif(data_dir() is None, reason="the bundled data folder is absent")
-def test_cli_on_adult(tmp_path):
-    proc = subprocess.run(
-        [sys.executable, "-m", "aim", "--dataset", "adult", "--epsilon", "0.1", "--out", str(tmp_path), "--quiet"],
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stderr == ""  # --quiet
-    domain = Domain.load(data_dir() / "adult" / "domain.json")
-    _check_outputs(tmp_path, "adult-eps0.1-seed0", domain, 0.1)
-
-
-def test_cli_csv_input_in_process(tmp_path, capsys):
-    data = demo_dataset(n=800, seed=2)
-    data.to_df().to_csv(tmp_path / "mine.csv", index=False)
-    data.domain.save(tmp_path / "domain.json")
-    out = tmp_path / "out"
-    argv = ["--csv", str(tmp_path / "mine.csv"), "--domain", str(tmp_path / "domain.json")]
-    assert aim_main(argv + ["--epsilon", "2", "--seed", "5", "--out", str(out), "--quiet"]) == 0
-    release = _check_outputs(out, "mine-eps2-seed5", data.domain, 2.0)
-    assert release.seed == 5
-    assert "mine: 800 rows x 8 attributes" in capsys.readouterr().out
-    with pytest.raises(SystemExit) as exc:
-        aim_main(["--csv", str(tmp_path / "mine.csv")])
-    assert exc.value.code == 2
-    assert "--csv needs --domain" in capsys.readouterr().err
+    monkeypatch.setattr(mechanism, "estimate", spy)
+    options = {"momentum": 0.0, "step_growth": 1.01, "resume_stepsize": False}
+    release = AIM(1.0, max_iters=5, final_iters=5, estimator_options=options, seed=0).run(tiny)
+    assert len(seen) >= len(release.rounds) >= 1  # initial fit, round fits, final fit
+    assert all({k: kw.get(k) for k in options} == options for kw in seen)
+    assert release.config["estimator_options"] == dict(sorted(options.items()))

@@ -86,6 +86,13 @@ def test_domain_json_format_round_trip(tmp_path):
     _check_round_trip(src, tmp_path)
 
 
+def test_load_rejects_malformed_json(tmp_path):
+    path = tmp_path / "domain.json"
+    path.write_text('{"a": 2, "b": ')
+    with pytest.raises(ValueError, match=r"domain.json: not valid JSON \(Expecting value"):
+        Domain.load(path)
+
+
 def test_load_rejects_non_object(tmp_path):
     p = tmp_path / "domain.json"
     p.write_text("[2, 3]")

@@ -95,6 +95,18 @@ def test_warm_start_resumes_at_the_previous_optimum():
     assert cold.info["history"][0] > h1[-1]  # a cold start does not begin there
 
 
+def test_warm_start_resumes_or_restarts_the_step_size():
+    truth = random_model(CLIQUES, 4)
+    meas = noisy_measurements(truth, CLIQUES, sigma=3.0, seed=1)
+    first = estimate(DOM, meas, iters=40, momentum=0.0, step_growth=1.5)
+    initial = 2.0 / (first.info["lipschitz"] * minimum_variance_total(meas))
+    assert first.info["stepsize"] > initial  # it grew
+    resumed = estimate(DOM, meas, iters=0, warm_start=first)
+    restarted = estimate(DOM, meas, iters=0, warm_start=first, resume_stepsize=False)
+    assert resumed.info["stepsize"] == first.info["stepsize"]
+    assert restarted.info["stepsize"] == pytest.approx(initial, rel=1e-12)
+
+
 def test_warm_start_into_a_larger_clique_set_keeps_the_old_information():
     truth = random_model(CLIQUES, 5)
     old_meas = noisy_measurements(truth, [("a", "b"), ("b", "c"), ("c", "d")], sigma=2.0, seed=2)

@@ -33,7 +33,7 @@ from marginals import Accountant, BudgetExceeded, Domain, cdp_rho
 from ..base import EncodedLinearModel, check_random_state
 from ..encoding import EncodingOptions
 from ..solvers import solve_linear_system
-from .common import check_privacy_params, encoded_rows
+from .common import check_privacy_params, private_statistics
 
 STEPS = ("lambda_min", "XtX", "Xty")
 
@@ -89,15 +89,16 @@ class AdaSSP(EncodedLinearModel):
         return split
 
     def fit(self, data: Any, domain: Domain | None = None) -> "AdaSSP":
-        """Fit on the private rows: a `Dataset` or a DataFrame of codes with its ``domain``."""
+        """Fit on the private table: a `Dataset`, a DataFrame of codes with its ``domain``, or a
+        `DaskDataset` (X^T X and X^T y come from its exact pairwise marginals)."""
         epsilon, delta = check_privacy_params(self.epsilon, self.delta)
         if not (0 < self.failure_prob < 1):
             raise ValueError(f"failure_prob must lie in (0, 1), got {self.failure_prob}")
         split = self._check_split()
-        encoding, X, y = encoded_rows(self, data, domain, "linear")
+        encoding, stats = private_statistics(self, data, domain, "linear")
         rng = check_random_state(self.random_state)
         x_bound, y_bound = encoding.norm_bounds()
-        p = X.shape[1]
+        p = encoding.n_features
 
         rho = cdp_rho(epsilon, delta)
         accountant = Accountant(rho, delta=delta) if self.accountant is None else self.accountant
@@ -109,8 +110,7 @@ class AdaSSP(EncodedLinearModel):
         for step, sigma, sens in zip(STEPS, sigmas, sensitivities):
             accountant.gaussian(sigma, sens, label=f"AdaSSP {step}")
 
-        XtX = X.T @ X
-        Xty = X.T @ y
+        XtX, Xty = stats.XtX, stats.Xty
         lambda_min = max(0.0, float(np.linalg.eigvalsh(XtX)[0])) if p else 0.0
         shift = math.sqrt(math.log(6.0 / delta)) * sigmas[0]
         lambda_min_noisy = max(0.0, lambda_min + sigmas[0] * rng.standard_normal() - shift)

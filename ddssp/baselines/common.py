@@ -1,4 +1,5 @@
-"""What the private baselines share: parameter checks and the encoded private rows."""
+"""What the private baselines share: parameter checks, the encoded private rows, and exact
+sufficient statistics from the private table's marginals (which also works on a `DaskDataset`)."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ from typing import Any
 
 import numpy as np
 
-from marginals import Domain
+from marginals import DaskDataset, Domain
 
 from ..base import EncodedLinearModel, as_dataset
 from ..encoding import Encoding
+from ..statistics import SufficientStatistics, sufficient_statistics
 
 
 def check_privacy_params(epsilon: float, delta: float) -> tuple[float, float]:
@@ -23,15 +25,35 @@ def check_privacy_params(epsilon: float, delta: float) -> tuple[float, float]:
     return epsilon, delta
 
 
-def encoded_rows(
-    model: EncodedLinearModel, data: Any, domain: Domain | None, task: str
-) -> tuple[Encoding, np.ndarray, np.ndarray]:
-    """(encoding, X, y) of the private rows; row weights are refused (their sensitivity is unbounded)."""
-    table = as_dataset(data, domain)
+def _refuse_weights(model: EncodedLinearModel, table: Any) -> None:
     if table.weights is not None:
         raise ValueError(
             f"{type(model).__name__}: the dataset has row weights, whose sensitivity cannot be derived from the domain"
         )
+
+
+def private_statistics(
+    model: EncodedLinearModel, data: Any, domain: Domain | None, task: str
+) -> tuple[Encoding, SufficientStatistics]:
+    """(encoding, exact X^T X, X^T y, ...) of the private table, read off its exact pairwise
+    marginals: a `Dataset`, a DataFrame of codes with ``domain``, or a `DaskDataset`."""
+    table = data if isinstance(data, DaskDataset) else as_dataset(data, domain)
+    _refuse_weights(model, table)
+    encoding = model._encoding(table.domain, task)
+    return encoding, sufficient_statistics(table, encoding)
+
+
+def encoded_rows(
+    model: EncodedLinearModel, data: Any, domain: Domain | None, task: str
+) -> tuple[Encoding, np.ndarray, np.ndarray]:
+    """(encoding, X, y) of the private rows; row weights are refused (their sensitivity is unbounded)."""
+    if isinstance(data, DaskDataset):
+        raise TypeError(
+            f"{type(model).__name__} needs the private rows in memory (its objective sums over rows); "
+            "a DaskDataset serves AIM and AdaSSP, which only need marginals"
+        )
+    table = as_dataset(data, domain)
+    _refuse_weights(model, table)
     encoding = model._encoding(table.domain, task)
     X, y = encoding.encode(table.to_df())
     return encoding, X, y

@@ -1,0 +1,352 @@
+"""``dp-marginals``: the command line — ``synth`` (AIM release + synthetic table), ``fit`` (DD-SSP
+regression from a release alone), ``inspect`` (what a release holds and what it cost) and
+``discretize`` (raw table -> integer codes with a public spec, and back).
+
+Exit codes: 0 ok, 2 bad input (one line on stderr, no traceback), 1 internal error. ``--debug``
+shows the traceback. Progress goes to stderr; ``--quiet`` silences it. Files are written atomically.
+It lives in ``ddssp`` because it is the end of the import chain (it needs marginals, aim and ddssp).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from aim import AIM, Release, all_k_way, workload_error
+from marginals.data import data_dir, demo_dataset, load_bundled
+from marginals.dataset import Dataset
+from marginals.discretize import Discretizer
+from marginals.domain import Domain, write_text_atomic
+from marginals.privacy import cdp_rho
+
+from .encoding import categorical_preset
+from .estimators import DDSSPLinearRegression, DDSSPLogisticRegression
+
+PROG = "dp-marginals"
+# Exceptions that mean "the input is wrong" (ValueError covers DataError, JSON, CSV-parse and
+# release-format errors); anything else is an internal error.
+BAD_INPUT = (ValueError, KeyError, FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line usage errors (exit 2)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise SystemExit(_fail(f"{self.prog}: {message} (see --help)", 2))
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"{PROG}: error: " + " ".join(str(message).split()), file=sys.stderr)
+    return code
+
+
+def _note(args: argparse.Namespace, message: str) -> None:
+    if not args.quiet:
+        print(message, file=sys.stderr, flush=True)
+
+
+def _names(text: str | None) -> list[str]:
+    return [t.strip() for t in text.split(",") if t.strip()] if text else []
+
+
+# --- synth -------------------------------------------------------------------------------------------
+
+
+def _load_input(args: argparse.Namespace) -> tuple[Dataset, str, Any]:
+    """(coded dataset, name, discretizer or None) from --data/--domain, --spec or a bundled set."""
+    if args.data:
+        name = Path(args.data).stem
+        if args.spec:
+            disc = Discretizer.load(args.spec)
+            return disc.transform(_read_raw(args, disc)), name, disc
+        if not args.domain:
+            raise ValueError("--data needs --domain (the public domain.json) or --spec (a discretization spec)")
+        return Dataset.from_csv(args.data, Domain.load(args.domain)), name, None
+    if args.domain or args.spec:
+        raise ValueError("--domain and --spec describe a --data file; give --data too")
+    if data_dir() is None:
+        _note(args, "note: the bundled data folder (../shared/data) is absent; using the built-in demo table")
+        return demo_dataset(), "demo", None
+    return load_bundled(args.dataset), args.dataset, None
+
+
+def _read_raw(args: argparse.Namespace, disc: Discretizer) -> pd.DataFrame:
+    """The raw CSV of --data (header row, or the spec's column order with --no-header)."""
+    names = list(disc.domain.attrs) if args.no_header else None
+    return pd.read_csv(args.data, header=None if args.no_header else "infer", names=names,
+                       skiprows=args.skip_rows, skipinitialspace=True)
+
+
+def _workload(args: argparse.Namespace, domain: Domain) -> Any:
+    if not args.workload:
+        return None
+    try:
+        raw = json.loads(Path(args.workload).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{args.workload}: not valid JSON ({exc})") from None
+    if not isinstance(raw, list):
+        raise ValueError(f"{args.workload}: a workload file holds a JSON list of cliques or [clique, weight] pairs")
+    return [tuple(item) if isinstance(item, list) and item and isinstance(item[0], list) else item for item in raw]
+
+
+def cmd_synth(args: argparse.Namespace) -> int:
+    cdp_rho(args.epsilon, args.delta)  # validates the budget before any data is read
+    data, name, disc = _load_input(args)
+    _note(args, f"{name}: {len(data):,} rows x {len(data.domain)} attributes")
+    mechanism = AIM(
+        args.epsilon,
+        args.delta,
+        workload=_workload(args, data.domain),
+        max_model_size=args.max_model_size,
+        max_cells=args.max_cells,
+        seed=args.seed,
+        progress=not args.quiet,
+    )
+    start = time.perf_counter()
+    release = mechanism.run(data)
+    elapsed = time.perf_counter() - start
+    synthetic = release.synthetic_data(args.rows, rng=np.random.default_rng([args.seed, 2]))
+    out = synthetic if disc is None else disc.inverse_transform(synthetic, rng=np.random.default_rng([args.seed, 3]),
+                                                                 numeric=args.decode)
+    out_path = Path(args.out or f"results/{name}-eps{args.epsilon:g}-synthetic.csv")
+    release_path = Path(args.release or f"results/{name}-eps{args.epsilon:g}-release.npz")
+    release.save(release_path)
+    write_text_atomic(out_path, out.to_csv(index=False))
+    print(f"AIM finished in {elapsed:.1f} s")
+    print(release.summary())
+    if args.evaluate:
+        workload = all_k_way(data.domain)
+        print(
+            f"workload error (NOT private: computed on the private rows; mean L1 over {len(workload)} 2-way "
+            f"marginals): model {workload_error(data, release.model, workload):.4f}, "
+            f"synthetic {workload_error(data, synthetic, workload):.4f}"
+        )
+    print(f"wrote {release_path} and {out_path} ({len(out):,} synthetic rows)")
+    return 0
+
+
+# --- fit ---------------------------------------------------------------------------------------------
+
+
+def _fit_result(model: Any, args: argparse.Namespace, release: Release, exclude: list[str]) -> dict:
+    result = {
+        "release": str(args.release),
+        "target": args.target,
+        "model": args.model,
+        "excluded": exclude,
+        "release_epsilon": release.epsilon,
+        "release_delta": release.delta,
+        "features": list(model.feature_names_in_),
+        "coef": [float(c) for c in model.coef_],
+        "intercept": float(model.intercept_),
+    }
+    if args.model == "logistic":
+        result["chebyshev_monomial_coefficients"] = [float(b) for b in model.monomial_coef_]
+    return result
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    release = Release.load(args.release)
+    exclude = _names(args.exclude)
+    if args.target in exclude:
+        raise ValueError(f"the target {args.target!r} cannot be excluded")
+    source = release.without(exclude) if exclude else release
+    if args.target not in source.domain:
+        raise ValueError(f"target {args.target!r} is not in the release's domain; attributes are {list(source.domain.attrs)}")
+    if args.preset and args.categorical:
+        raise ValueError("give --categorical or --preset, not both")
+    categorical: Sequence[str] | None = None
+    if args.preset:
+        categorical = [a for a in categorical_preset(args.preset) if a in source.domain and a != args.target]
+    elif args.categorical:
+        categorical = _names(args.categorical)
+    cls = DDSSPLinearRegression if args.model == "linear" else DDSSPLogisticRegression
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = cls(target=args.target, categorical=categorical).fit(source)
+    for w in caught:
+        _note(args, f"warning: {' '.join(str(w.message).split())}")
+    result = _fit_result(model, args, release, exclude)
+    print(
+        f"DD-SSP {args.model} regression of {args.target!r} from {args.release} (release: eps={release.epsilon:g}, "
+        f"delta={release.delta:g}; fitting spends no further privacy)"
+    )
+    width = max(len(n) for n in result["features"] + ["intercept"])
+    for feature, coef in zip(result["features"], result["coef"]):
+        print(f"  {feature:<{width}}  {coef: .6f}")
+    print(f"  {'intercept':<{width}}  {result['intercept']: .6f}")
+    if args.json:
+        write_text_atomic(args.json, json.dumps(result, indent=1) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+# --- inspect -----------------------------------------------------------------------------------------
+
+
+def release_report(release: Release) -> dict:
+    """What a release holds and what it cost, as a JSON-able dict (used by ``inspect``)."""
+    ledger = release.ledger
+    return {
+        "domain": release.domain.to_dict(),
+        "privacy": {
+            "rho_budget": ledger.rho,
+            "rho_spent": ledger.spent,
+            "epsilon": release.epsilon,
+            "delta": release.delta,
+            "charges": len(ledger.charges),
+        },
+        "measurements": [{"clique": list(m.clique), "sigma": float(m.sigma), "cells": int(np.size(m.noisy_counts))}
+                         for m in release.measurements],
+        "model": {"cliques": [list(c) for c in release.model.cliques], "size_mb": release.model.size_mb,
+                  "total": release.model.total},
+        "rounds": len(release.rounds),
+        "annealed": sum(bool(r.get("annealed")) for r in release.rounds),
+        "seconds": sum(float(r.get("seconds", 0.0)) for r in release.rounds),
+        "seed": release.seed,
+        "config": {k: v for k, v in release.config.items() if k != "workload"},
+        "workload_cliques": len(release.config.get("workload", [])),
+    }
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    release = Release.load(args.release)
+    report = release_report(release)
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return 0
+    print(f"release {args.release}: {len(release.domain)} attributes, seed {release.seed}")
+    print(release.ledger.summary())
+    print(f"{report['rounds']} selection rounds ({report['annealed']} annealed), {report['seconds']:.1f} s; "
+          f"workload of {report['workload_cliques']} cliques")
+    print(f"model: {len(release.model.cliques)} cliques, {release.model.size_mb:.2f} MB, "
+          f"estimated rows {release.model.total:,.0f}")
+    print(f"{len(release.measurements)} measurements (clique, sigma, cells):")
+    for m in report["measurements"]:
+        print(f"  {','.join(m['clique']):<40} sigma={m['sigma']:10.3f}  {m['cells']:>7} cells")
+    return 0
+
+
+# --- discretize --------------------------------------------------------------------------------------
+
+
+def cmd_discretize(args: argparse.Namespace) -> int:
+    disc = Discretizer.load(args.spec)
+    if args.decode:
+        codes = pd.read_csv(args.decode)
+        if args.numeric == "uniform" and args.seed is None:
+            raise ValueError("--numeric uniform draws random values: give --seed")
+        rng = np.random.default_rng(args.seed) if args.numeric == "uniform" else None
+        readable = disc.inverse_transform(codes, rng=rng, numeric=args.numeric)
+        out = Path(args.out or Path(args.decode).with_suffix("").as_posix() + "-decoded.csv")
+        write_text_atomic(out, readable.to_csv(index=False))
+        print(f"decoded {len(readable):,} rows of {args.decode} into {out}")
+        return 0
+    if not args.data or not args.out_dir:
+        raise ValueError("discretize needs --data and --out-dir (or --decode CODES.csv to map codes back)")
+    report = disc.write(_read_raw(args, disc), args.out_dir, extra="drop" if args.drop_extra else "error")
+    print(f"wrote {args.out_dir}/data.csv ({report['rows']:,} rows), domain.json and discretizer.json")
+    _note(args, "transform report (computed on the private rows: for the data holder, do not publish): "
+          + json.dumps({k: report[k] for k in ("clipped", "other", "missing")}))
+    return 0
+
+
+# --- the parser --------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with its four subcommands."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    common.add_argument("--debug", action="store_true", help="show tracebacks")
+    parser = _Parser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("synth", parents=[common], help="AIM release and synthetic table")
+    p.add_argument("--data", help="CSV of integer codes (with --domain) or of raw values (with --spec)")
+    p.add_argument("--domain", help="the public domain.json of --data")
+    p.add_argument("--spec", help="a discretization spec (JSON) for raw --data; synthetic rows are decoded back")
+    p.add_argument("--decode", choices=["interval", "uniform"], default="interval",
+                   help="with --spec: numeric bins as intervals or uniform samples (default interval)")
+    p.add_argument("--no-header", action="store_true", help="with --spec: the raw CSV has no header row")
+    p.add_argument("--skip-rows", type=int, default=0, help="with --spec: lines to skip at the top of the raw CSV")
+    p.add_argument("--dataset", default="adult", help="bundled data set when --data is not given (default adult)")
+    p.add_argument("--epsilon", type=float, default=1.0)
+    p.add_argument("--delta", type=float, default=1e-9)
+    p.add_argument("--workload", help="JSON list of cliques or [clique, weight] pairs (default: all 2-way)")
+    p.add_argument("--max-cells", type=int, default=10_000, help="default workload: 2-way marginals up to this size")
+    p.add_argument("--max-model-size", type=float, default=80.0, help="MB (default 80)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--rows", type=int, help="synthetic rows (default: the release's estimated total)")
+    p.add_argument("--out", help="synthetic CSV (default results/<name>-eps<eps>-synthetic.csv)")
+    p.add_argument("--release", help="release file (default results/<name>-eps<eps>-release.npz)")
+    p.add_argument("--evaluate", action="store_true",
+                   help="also print the workload error against the private rows (a non-private diagnostic)")
+    p.set_defaults(func=cmd_synth)
+
+    p = sub.add_parser("discretize", parents=[common], help="raw table -> integer codes (public spec), or back")
+    p.add_argument("--spec", required=True, help="the discretization spec (JSON; see marginals.discretize)")
+    p.add_argument("--data", help="raw CSV to encode")
+    p.add_argument("--no-header", action="store_true", help="the raw CSV has no header row: columns in spec order")
+    p.add_argument("--skip-rows", type=int, default=0, help="lines to skip at the top of the raw CSV")
+    p.add_argument("--drop-extra", action="store_true", help="ignore raw columns the spec does not name")
+    p.add_argument("--out-dir", help="folder for data.csv, domain.json and discretizer.json")
+    p.add_argument("--decode", help="a CSV of codes (e.g. synthetic rows) to map back to readable values")
+    p.add_argument("--numeric", choices=["interval", "uniform"], default="interval",
+                   help="decoded numeric bins: interval strings or uniform samples (needs --seed)")
+    p.add_argument("--seed", type=int, help="seed for --numeric uniform")
+    p.add_argument("--out", help="decoded CSV (default <codes>-decoded.csv)")
+    p.set_defaults(func=cmd_discretize)
+
+    p = sub.add_parser("fit", parents=[common], help="DD-SSP regression from a release alone")
+    p.add_argument("--release", required=True)
+    p.add_argument("--target", required=True)
+    p.add_argument("--model", choices=["linear", "logistic"], default="linear")
+    p.add_argument("--exclude", help="comma-separated attributes to leave out of the features")
+    p.add_argument("--categorical", help="comma-separated one-hot features (others numeric; default: all one-hot)")
+    p.add_argument("--preset", help="the paper's categorical features for a bundled data set (e.g. adult)")
+    p.add_argument("--json", help="also write the coefficients to this JSON file")
+    p.set_defaults(func=cmd_fit)
+
+    p = sub.add_parser("inspect", parents=[common], help="ledger, measurements, model and rounds of a release")
+    p.add_argument("release")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=cmd_inspect)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit code."""
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a usage error (2, already reported)
+        return int(exc.code or 0)
+    try:
+        return args.func(args)
+    except BrokenPipeError:  # the reader went away (e.g. `| head`): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except BAD_INPUT as exc:
+        if args.debug:
+            raise
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        if isinstance(exc, OSError) and exc.filename is not None:
+            message = f"{exc.filename}: {exc.strerror}"
+        return _fail(message, 2)
+    except Exception as exc:  # an internal error: say so, keep it to one line unless --debug
+        if args.debug:
+            raise
+        return _fail(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)", 1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -7,6 +7,7 @@ used everywhere (datasets, synthetic tables, releases).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -144,6 +145,15 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> None:
     write_bytes_atomic(path, text.encode("utf-8"))
 
 
+@functools.lru_cache(maxsize=1)
+def _default_mode() -> int:
+    """The permissions a plain ``open(path, "w")`` would give a new file (0666 minus the umask;
+    read once, since reading the umask means setting it)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 def write_bytes_atomic(path: str | os.PathLike, payload: bytes) -> None:
     """Write ``payload`` to ``path`` atomically: a crash leaves the old file or the new one."""
     path = Path(path)
@@ -154,6 +164,7 @@ def write_bytes_atomic(path: str | os.PathLike, payload: bytes) -> None:
             fh.write(payload)
             fh.flush()
             os.fsync(fh.fileno())
+        os.chmod(tmp, _default_mode())  # mkstemp makes 0600 files; give the usual permissions
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

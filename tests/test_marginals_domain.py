@@ -217,3 +217,17 @@ def test_repeated_attribute_error(dom):
 
 def test_repr_lists_attributes(dom):
     assert repr(dom) == "Domain(a: 2, b: 3, c: 4, d: 5)"
+
+
+def test_saved_files_get_the_usual_permissions(tmp_path):
+    """Atomic writes go through a private temp file; the result must not stay 0600."""
+    import os
+    import stat
+
+    umask = os.umask(0o022)
+    try:
+        Domain(("a",), (2,)).save(tmp_path / "d.json")
+    finally:
+        os.umask(umask)
+    mode = stat.S_IMODE(os.stat(tmp_path / "d.json").st_mode)
+    assert mode == 0o666 & ~umask or mode == 0o644

@@ -70,6 +70,30 @@ def _validate_column(name: str, series: pd.Series, levels: int) -> np.ndarray:
     return ints.astype(code_dtype(levels))
 
 
+def check_columns(names: Iterable[object], domain: Domain, weight_column: str | None = None) -> list[str]:
+    """The column names as strings, after checking they are unique and exactly the domain's
+    attributes (plus ``weight_column`` if given; it must be present and not an attribute)."""
+    columns = [str(c) for c in names]
+    if len(set(columns)) != len(columns):
+        dup = sorted({c for c in columns if columns.count(c) > 1})
+        raise DataError(f"duplicate column(s) {dup}")
+    if weight_column is not None:
+        if weight_column in domain:
+            raise DataError(f"weight column {weight_column!r} is a domain attribute")
+        if weight_column not in columns:
+            raise DataError(f"weight column {weight_column!r} missing from the table (columns: {columns})")
+    unknown = [c for c in columns if c not in domain and c != weight_column]
+    missing = [a for a in domain.attrs if a not in columns]
+    if unknown or missing:
+        parts = []
+        if unknown:
+            parts.append(f"{len(unknown)} unknown column(s) not in the domain: {unknown}")
+        if missing:
+            parts.append(f"{len(missing)} domain attribute(s) missing from the table: {missing}")
+        raise DataError("; ".join(parts))
+    return columns
+
+
 class Dataset:
     """An integer-coded table whose columns follow a `Domain`.
 
@@ -83,19 +107,7 @@ class Dataset:
     def __init__(self, df: pd.DataFrame, domain: Domain, weights: Sequence[float] | None = None) -> None:
         if not isinstance(df, pd.DataFrame):
             raise TypeError(f"Dataset expects a pandas DataFrame, got {type(df).__name__}")
-        columns = [str(c) for c in df.columns]
-        if len(set(columns)) != len(columns):
-            dup = sorted({c for c in columns if columns.count(c) > 1})
-            raise DataError(f"duplicate column(s) {dup}")
-        unknown = [c for c in columns if c not in domain]
-        missing = [a for a in domain.attrs if a not in columns]
-        if unknown or missing:
-            parts = []
-            if unknown:
-                parts.append(f"{len(unknown)} unknown column(s) not in the domain: {unknown}")
-            if missing:
-                parts.append(f"{len(missing)} domain attribute(s) missing from the table: {missing}")
-            raise DataError("; ".join(parts))
+        columns = check_columns(df.columns, domain)
         if len(df) == 0:
             raise DataError("empty table: 0 rows (a dataset needs at least one row)")
         renamed = df.set_axis(columns, axis=1)

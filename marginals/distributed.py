@@ -23,7 +23,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from .dataset import DataError, _plain, code_dtype
+from .dataset import DataError, _plain, check_columns, code_dtype
 from .domain import Domain
 from .tables import count_tables
 
@@ -181,24 +181,7 @@ class DaskDataset:
             raise TypeError(f"DaskDataset expects a dask DataFrame, got {type(ddf).__name__}{hint}")
         if split_every < 2:
             raise ValueError(f"split_every must be >= 2, got {split_every}")
-        columns = [str(c) for c in ddf.columns]
-        if len(set(columns)) != len(columns):
-            dup = sorted({c for c in columns if columns.count(c) > 1})
-            raise DataError(f"duplicate column(s) {dup}")
-        if weight_column is not None:
-            if weight_column in domain:
-                raise DataError(f"weight column {weight_column!r} is a domain attribute")
-            if weight_column not in columns:
-                raise DataError(f"weight column {weight_column!r} missing from the table (columns: {columns})")
-        unknown = [c for c in columns if c not in domain and c != weight_column]
-        missing = [a for a in domain.attrs if a not in columns]
-        if unknown or missing:
-            parts = []
-            if unknown:
-                parts.append(f"{len(unknown)} unknown column(s) not in the domain: {unknown}")
-            if missing:
-                parts.append(f"{len(missing)} domain attribute(s) missing from the table: {missing}")
-            raise DataError("; ".join(parts))
+        columns = check_columns(ddf.columns, domain, weight_column)
         if columns != list(ddf.columns):
             ddf = ddf.rename(columns=dict(zip(ddf.columns, columns)))
         self.domain = domain

@@ -8,7 +8,7 @@ reordered; columns are stored in domain order, each in the smallest unsigned dty
 from __future__ import annotations
 
 import os
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -39,35 +39,59 @@ def _plain(value: object) -> object:
     return value.item() if isinstance(value, np.generic) else value
 
 
-def _validate_column(name: str, series: pd.Series, levels: int) -> np.ndarray:
-    """Return the column as compact codes, or raise `DataError` naming the problem."""
+#: problems a code column can have, in the order they are reported.
+PROBLEM_KINDS = ("missing", "non-integer", "outside")
+#: (column, kind) -> (count, first position, value at that position)
+Problems = dict[tuple[str, str], tuple[int, int, Any]]
+
+
+def note_problem(found: Problems, column: str, kind: str, mask: np.ndarray, raw: np.ndarray) -> None:
+    """Record in ``found`` how many entries ``mask`` flags, and the first one."""
+    if mask.any():
+        pos = int(np.flatnonzero(mask)[0])
+        found[column, kind] = (int(mask.sum()), pos, _plain(raw[pos]))
+
+
+def column_codes(name: str, series: pd.Series, levels: int) -> tuple[np.ndarray | None, Problems]:
+    """The column as compact codes (None when invalid) and its problems: missing values,
+    non-integer values, codes outside 0..levels-1. Shared by `Dataset` and `DaskDataset`."""
     raw = series.to_numpy()
-    index = series.index
     if raw.dtype == bool:
         raw = raw.astype(np.int64)
+    found: Problems = {}
     if raw.dtype.kind in "iu":
         ints = raw
     else:
-        numeric = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
         missing = pd.isna(series).to_numpy()
-        if missing.any():
-            raise DataError(
-                f"column {name!r}: {int(missing.sum())} missing value(s) (NaN/None), "
-                f"{_example(missing, raw, index)}"
-            )
-        bad = np.isnan(numeric) | (np.isfinite(numeric) & (numeric != np.round(numeric))) | np.isinf(numeric)
-        if bad.any():
-            raise DataError(
-                f"column {name!r}: {int(bad.sum())} non-integer value(s), {_example(bad, raw, index)}"
-            )
+        numeric = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        bad = ~np.isfinite(numeric) | (numeric != np.round(numeric))
+        note_problem(found, name, "missing", missing, raw)
+        note_problem(found, name, "non-integer", bad & ~missing, raw)
         ints = numeric
-    outside = (ints < 0) | (ints > levels - 1)
-    if outside.any():
-        raise DataError(
-            f"column {name!r}: {int(outside.sum())} value(s) outside the codes 0..{levels - 1}, "
-            f"{_example(outside, raw, index)}"
-        )
-    return ints.astype(code_dtype(levels))
+    if len(ints) and not (ints.min() >= 0 and ints.max() <= levels - 1):  # NaN fails both tests
+        note_problem(found, name, "outside", (ints < 0) | (ints > levels - 1), raw)
+    if found:
+        return None, found
+    return ints.astype(code_dtype(levels), copy=False), found
+
+
+def problem_message(name: str, levels: int, kind: str, count: int, value: Any, row: Any) -> str:
+    """The `DataError` text for one column problem (see `column_codes`)."""
+    what = {"missing": "missing value(s) (NaN/None)", "non-integer": "non-integer value(s)"}.get(
+        kind, f"value(s) outside the codes 0..{levels - 1}"
+    )
+    return f"column {name!r}: {count} {what}, e.g. {value!r} at row {row!r}"
+
+
+def _validate_column(name: str, series: pd.Series, levels: int) -> np.ndarray:
+    """Return the column as compact codes, or raise `DataError` naming its first problem."""
+    codes, found = column_codes(name, series, levels)
+    for kind in PROBLEM_KINDS:
+        if (name, kind) in found:
+            count, pos, value = found[name, kind]
+            raise DataError(problem_message(name, levels, kind, count, value, _plain(series.index[pos])))
+    assert codes is not None
+    return codes
 
 
 def check_columns(names: Iterable[object], domain: Domain, weight_column: str | None = None) -> list[str]:

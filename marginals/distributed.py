@@ -23,12 +23,18 @@ from typing import Any, Callable, Sequence
 import numpy as np
 import pandas as pd
 
-from .dataset import DataError, _plain, check_columns, code_dtype
+from .dataset import (
+    PROBLEM_KINDS,
+    DataError,
+    Problems,
+    check_columns,
+    column_codes,
+    note_problem,
+    problem_message,
+)
 from .domain import Domain
 from .tables import count_tables
 
-#: problems a code column can have, in the order `Dataset` reports them.
-PROBLEM_KINDS = ("missing", "non-integer", "outside")
 INSTALL_HINT = "pip install 'dp-marginals[dask]'"
 #: what pandas' read_csv parses as booleans by default
 TRUE_TEXT, FALSE_TEXT = ("True", "TRUE", "true"), ("False", "FALSE", "false")
@@ -46,9 +52,6 @@ def _dask() -> tuple[Any, Any]:
 
 # --- work done inside one partition (runs on the workers) --------------------------------------------------
 
-#: (column, kind) -> (count, first position in the partition or pass, value at that position)
-Problems = dict[tuple[str, str], tuple[int, int, Any]]
-
 
 @dataclass
 class Partial:
@@ -57,12 +60,6 @@ class Partial:
     rows: int
     problems: Problems = field(default_factory=dict)
     tables: list[np.ndarray] | None = None
-
-
-def _note(found: Problems, column: str, kind: str, mask: np.ndarray, raw: np.ndarray) -> None:
-    if mask.any():
-        pos = int(np.flatnonzero(mask)[0])
-        found[column, kind] = (int(mask.sum()), pos, _plain(raw[pos]))
 
 
 def _parse_bool_text(series: pd.Series) -> pd.Series:
@@ -74,38 +71,19 @@ def _parse_bool_text(series: pd.Series) -> pd.Series:
     return pd.Series(values if len(present) < len(series) else values.astype(np.int64), index=series.index)
 
 
-def column_codes(name: str, series: pd.Series, levels: int, text: bool = False) -> tuple[np.ndarray | None, Problems]:
-    """One partition's column as compact codes (None when invalid) and its problems, as `Dataset` checks them.
-
-    ``text``: the column was read from CSV as text (see `DaskDataset.from_csv`).
-    """
+def partition_codes(name: str, series: pd.Series, levels: int, text: bool = False) -> tuple[np.ndarray | None, Problems]:
+    """One partition's column as codes and its problems (`marginals.dataset.column_codes`);
+    ``text``: the column was read from CSV as text (see `DaskDataset.from_csv`)."""
     if text and series.dtype == object:
         series = _parse_bool_text(series)
-    raw = series.to_numpy()
-    if raw.dtype == bool:
-        raw = raw.astype(np.int64)
-    found: Problems = {}
-    if raw.dtype.kind in "iu":
-        ints = raw
-    else:
-        missing = pd.isna(series).to_numpy()
-        numeric = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-        bad = ~np.isfinite(numeric) | (numeric != np.round(numeric))
-        _note(found, name, "missing", missing, raw)
-        _note(found, name, "non-integer", bad & ~missing, raw)
-        ints = numeric
-    if len(ints) and not (ints.min() >= 0 and ints.max() <= levels - 1):  # NaN fails both tests
-        _note(found, name, "outside", (ints < 0) | (ints > levels - 1), raw)
-    if found:
-        return None, found
-    return ints.astype(code_dtype(levels), copy=False), found
+    return column_codes(name, series, levels)
 
 
 def weight_values(name: str, series: pd.Series) -> tuple[np.ndarray, Problems]:
     """One partition's weight column as float64 and its problems (missing, negative or non-finite)."""
     w = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
     found: Problems = {}
-    _note(found, name, "weights", ~np.isfinite(w) | (w < 0), series.to_numpy())
+    note_problem(found, name, "weights", ~np.isfinite(w) | (w < 0), series.to_numpy())
     return w, found
 
 
@@ -120,7 +98,7 @@ def count_partition(
     """Validate one partition's ``attrs`` and, when valid and ``axes`` is given, count its tables."""
     codes, problems = [], {}
     for a, m in zip(attrs, shape):
-        col, found = column_codes(a, part[a], m, text)
+        col, found = partition_codes(a, part[a], m, text)
         codes.append(col)
         problems.update(found)
     w = None
@@ -303,16 +281,11 @@ class DaskDataset:
         """Raise the first problem in `Dataset`'s order: empty table, columns in domain order, weights."""
         if full and total.rows == 0:
             raise DataError("empty table: 0 rows (a dataset needs at least one row)")
-        words = {
-            "missing": "missing value(s) (NaN/None)",
-            "non-integer": "non-integer value(s)",
-        }
         for a in self.domain.attrs:
             for kind in PROBLEM_KINDS:
                 if (a, kind) in total.problems:
                     count, pos, value = total.problems[a, kind]
-                    what = words.get(kind) or f"value(s) outside the codes 0..{self.domain[a] - 1}"
-                    raise DataError(f"column {a!r}: {count} {what}, e.g. {value!r} at row {pos}")
+                    raise DataError(problem_message(a, self.domain[a], kind, count, value, pos))
         if self.weight_column is not None and (self.weight_column, "weights") in total.problems:
             count, pos, value = total.problems[self.weight_column, "weights"]
             raise DataError(

@@ -65,6 +65,12 @@ def should_anneal(before: np.ndarray, after: np.ndarray, sigma: float) -> bool:
     return float(np.abs(after - before).sum()) <= EXPECTED_L1 * sigma * before.size
 
 
+def _capped_iters(domain, cliques, most: int, least: int, work: float) -> int:
+    """``most`` iterations, fewer when the model's cells x iterations would exceed ``work`` (never below ``least``)."""
+    cells = model_size_mb(domain, cliques) * 2**20 / 8
+    return int(min(most, max(least, work // max(cells, 1.0))))
+
+
 class AIM:
     """The AIM mechanism; ``run(dataset)`` returns a `Release`.
 
@@ -261,13 +267,11 @@ class AIM:
 
     def _round_iters(self, domain, cliques) -> int:
         """Iterations for one round: max_iters, fewer on big models (at most round_work cell-iterations)."""
-        cells = model_size_mb(domain, cliques) * 2**20 / 8
-        return int(min(self.max_iters, max(self.min_iters, self.round_work // max(cells, 1.0))))
+        return _capped_iters(domain, cliques, self.max_iters, self.min_iters, self.round_work)
 
     def _final_iters(self, domain, cliques) -> int:
         """Iterations of the final fit: final_iters, fewer on big models (at least 50)."""
-        cells = model_size_mb(domain, cliques) * 2**20 / 8
-        return int(min(self.final_iters, max(50, self.final_work // max(cells, 1.0))))
+        return _capped_iters(domain, cliques, self.final_iters, 50, self.final_work)
 
     @staticmethod
     def _filter(domain, model, cand_list: list[Clique], size_limit: float) -> list[Clique]:

@@ -95,7 +95,7 @@ def _workload(args: argparse.Namespace, domain: Domain) -> Any:
         raise ValueError(f"{args.workload}: not valid JSON ({exc})") from None
     if not isinstance(raw, list):
         raise ValueError(f"{args.workload}: a workload file holds a JSON list of cliques or [clique, weight] pairs")
-    return [tuple(item) if isinstance(item, list) and item and isinstance(item[0], list) else item for item in raw]
+    return raw  # cliques or [clique, weight] pairs: AIM's normalize_workload reads both
 
 
 def cmd_synth(args: argparse.Namespace) -> int:

@@ -28,6 +28,7 @@ from marginals.dataset import Dataset
 from marginals.distributed import DaskDataset
 from marginals.mechanisms import exponential_mechanism, measure_counts
 from marginals.privacy import BUDGET_RTOL, Accountant, cdp_rho
+from marginals.randomness import noise_source
 from pgm.estimation import estimate
 from pgm.junction_tree import model_size_mb
 
@@ -86,7 +87,12 @@ class AIM:
         rounds: T, the initial number of rounds (default 16 x number of attributes).
         estimator_options: extra mirror-descent settings for every `pgm.estimate` call (keys in
             ESTIMATOR_OPTIONS, e.g. ``{"momentum": 0.0, "step_growth": 1.01}`` for mbi's rule).
-        seed: makes the whole run reproducible; progress: per-round lines on stderr.
+        insecure_seed: tests and benchmarks only. None (the default) draws all noise from the
+            operating system's secure source; an int seeds a replayable generator, warns, and
+            marks the release not private (the seed itself is never stored).
+        exact_noise: exact discrete Gaussian measurements (default); False adds float Gaussian
+            noise and is allowed only with ``insecure_seed`` (sampler benchmarks).
+        progress: per-round lines on stderr.
     """
 
     def __init__(
@@ -106,7 +112,8 @@ class AIM:
         max_cells: int = 10_000,
         loss_weight: str = "inverse_variance",
         estimator_options: Mapping[str, Any] | None = None,
-        seed: int | None = None,
+        insecure_seed: int | None = None,
+        exact_noise: bool = True,
         progress: bool = False,
     ) -> None:
         self.epsilon = epsilon
@@ -124,7 +131,8 @@ class AIM:
         self.max_cells = max_cells
         self.loss_weight = loss_weight
         self.estimator_options = estimator_options
-        self.seed = seed
+        self.insecure_seed = insecure_seed
+        self.exact_noise = exact_noise
         self.progress = progress
 
     def _log(self, message: str) -> None:
@@ -148,6 +156,7 @@ class AIM:
             "max_cells": int(self.max_cells),
             "loss_weight": self.loss_weight,
             "estimator_options": dict(sorted((self.estimator_options or {}).items())),
+            "exact_noise": bool(self.exact_noise),
             "workload": [[list(c), w] for c, w in workload],
         }
 
@@ -168,7 +177,9 @@ class AIM:
         )
         rho = cdp_rho(self.epsilon, self.delta)
         ledger = Accountant(rho, delta=self.delta)
-        rng = np.random.default_rng(self.seed)
+        if not self.exact_noise and self.insecure_seed is None:
+            raise ValueError("exact_noise=False (float Gaussian noise) is for benchmarks only: it needs insecure_seed")
+        rng = noise_source(self.insecure_seed)
         start = time.perf_counter()
 
         cand_weights = candidates(domain, workload)
@@ -183,7 +194,9 @@ class AIM:
         sigma, eps = round_scales(rho / T)
         measurements = []
         for clique in oneway:
-            measurements.append(measure_counts(answers[clique], clique, sigma, rng, ledger, label=f"init {clique[0]}"))
+            measurements.append(measure_counts(
+                answers[clique], clique, sigma, rng, ledger, label=f"init {clique[0]}", exact=self.exact_noise
+            ))
         model = self._fit(domain, measurements, self.max_iters, self.tol)
         log: list[dict] = []
         self._log(
@@ -207,7 +220,9 @@ class AIM:
             )
             sensitivity = max(cand_weights[r] for r in allowed)
             choice = allowed[exponential_mechanism(scores, eps, sensitivity, rng, ledger, label=f"select round {len(log) + 1}")]
-            measurements.append(measure_counts(answers[choice], choice, sigma, rng, ledger, label=f"round {len(log) + 1}"))
+            measurements.append(
+                measure_counts(answers[choice], choice, sigma, rng, ledger, label=f"round {len(log) + 1}", exact=self.exact_noise)
+            )
             before = estimates[allowed.index(choice)]
             if terminate:  # the final estimation below fits the last measurement; no annealing test needed
                 anneal, iterations, size_mb = False, 0, model_size_mb(domain, model.cliques + (choice,))
@@ -255,7 +270,7 @@ class AIM:
             ledger=ledger,
             rounds=log,
             config=self._config(workload),
-            seed=self.seed,
+            private=rng.private,
         )
 
     def _fit(self, domain, measurements, iters: int, tol: float | None, warm_start=None):

@@ -1,5 +1,9 @@
 """`Release`: everything a DP run publishes — measurements, the fitted model, the privacy ledger,
-the per-round log, the configuration and the seed — and its one-file, versioned storage.
+the per-round log and the configuration — and its one-file, versioned storage.
+
+No seed, generator state or anything derived from them is ever stored: the noise comes from the
+operating system's secure source. A run on a seeded (test-only) source is marked
+``private = False`` in the header; `load` warns when it reads such a file.
 
 File format: an ``.npz`` (no pickle) holding a JSON header (``header``) plus one array per
 measurement (``measurement_<i>``) and per model potential (``potential_<i>``); written atomically.
@@ -11,6 +15,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import warnings
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -20,14 +25,19 @@ import pandas as pd
 from marginals.domain import Domain, write_bytes_atomic
 from marginals.mechanisms import Measurement
 from marginals.privacy import Accountant
+from marginals.randomness import sampling_rng
 from pgm.model import Model
 
 FORMAT = "dp-marginals-release"
-VERSION = 1
+VERSION = 2  # 1 stored the seed that undoes the noise: such files are refused
 
 
 class ReleaseFormatError(ValueError):
     """A file that is not a readable release: wrong format or version, truncated or corrupt."""
+
+
+class NotPrivateWarning(UserWarning):
+    """A release made with a seeded (replayable) noise source: its noise can be undone."""
 
 
 @dataclass(eq=False)
@@ -40,7 +50,7 @@ class Release:
     ledger: Accountant
     rounds: list[dict] = field(default_factory=list)
     config: dict = field(default_factory=dict)
-    seed: int | None = None
+    private: bool = True
 
     @property
     def epsilon(self) -> float | None:
@@ -64,12 +74,12 @@ class Release:
         return self.model.marginals([tuple(c) for c in cliques])
 
     def synthetic_data(self, n: int | None = None, rng: np.random.Generator | int | None = None) -> pd.DataFrame:
-        """Synthetic rows from the model (default n = round(total); default rng seeded from the release seed)."""
-        if rng is None:
-            rng = np.random.default_rng([self.seed if self.seed is not None else 0, 1])
-        elif not isinstance(rng, np.random.Generator):
-            rng = np.random.default_rng(rng)
-        return self.model.synthetic_data(n, rng)
+        """Synthetic rows from the model (default n = round(total)).
+
+        Sampling is post-processing of the public model, so ``rng`` may be a seed or Generator
+        for reproducible rows: they reveal nothing beyond the model. None uses fresh OS entropy.
+        """
+        return self.model.synthetic_data(n, sampling_rng(rng))
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the release to one ``.npz`` file atomically (see the module docstring)."""
@@ -86,7 +96,7 @@ class Release:
             "ledger": self.ledger.to_dict(),
             "rounds": self.rounds,
             "config": self.config,
-            "seed": self.seed,
+            "private": bool(self.private),
         }
         arrays = {"header": np.array(json.dumps(header))}
         for i, m in enumerate(self.measurements):
@@ -117,8 +127,9 @@ class Release:
                 found = header.get("format") if isinstance(header, dict) else None
                 raise ReleaseFormatError(f"{path}: not a release file (format {found!r})")
             if header.get("version") != VERSION:
+                hint = " (version 1 files stored the seed that undoes their noise: re-run the mechanism)" if header.get("version") == 1 else ""
                 raise ReleaseFormatError(
-                    f"{path}: release format version {header.get('version')} is not supported (expected {VERSION})"
+                    f"{path}: release format version {header.get('version')} is not supported (expected {VERSION}){hint}"
                 )
             domain = Domain.from_dict(header["domain"])
             measurements = [
@@ -128,6 +139,16 @@ class Release:
             cliques = [tuple(c) for c in header["model"]["cliques"]]
             potentials = [npz[f"potential_{i}"] for i in range(len(cliques))]
         model = Model(domain, cliques, potentials, header["model"]["total"], info=header["model"]["info"])
+        private = header["private"]
+        if not isinstance(private, bool):
+            raise ReleaseFormatError(f"{path}: header field 'private' must be true or false, got {private!r}")
+        if not private:
+            warnings.warn(
+                f"{path}: this release was made with a seeded noise source (tests/benchmarks): its noise can be "
+                "undone by anyone who knows the seed; it is NOT differentially private",
+                NotPrivateWarning,
+                stacklevel=3,
+            )
         return cls(
             domain=domain,
             measurements=measurements,
@@ -135,7 +156,7 @@ class Release:
             ledger=Accountant.from_dict(header["ledger"]),
             rounds=header["rounds"],
             config=header["config"],
-            seed=header["seed"],
+            private=private,
         )
 
     def without(self, attrs: Sequence[str]) -> "ReleaseView":
@@ -149,6 +170,7 @@ class Release:
             f"{len(self.rounds)} selection rounds, model {len(self.model.cliques)} cliques / {self.model.size_mb:.2f} MB, "
             f"estimated rows {self.model.total:,.0f}",
             self.ledger.summary(),
+            *([] if self.private else ["NOT PRIVATE: made with a seeded noise source (tests and benchmarks only)"]),
         ]
         return "\n".join(lines)
 

@@ -48,7 +48,7 @@ def run_one(job: dict) -> dict:
     start = time.perf_counter()
     settings = MBI_MD if job["md"] == "mbi" else {}
     release = AIM(
-        job["epsilon"], job["delta"], max_model_size=job["max_model_size"], seed=job["seed"], **settings
+        job["epsilon"], job["delta"], max_model_size=job["max_model_size"], insecure_seed=job["seed"], **settings
     ).run(data)
     seconds = time.perf_counter() - start
     workload = all_k_way(data.domain)

@@ -168,7 +168,7 @@ def data_fingerprint(train: Dataset) -> str:
 
 def aim_config(aim: AIM) -> dict:
     """Every AIM hyperparameter (the constructor's attributes except the seed and progress flag)."""
-    return {k: v for k, v in sorted(vars(aim).items()) if k not in ("seed", "progress")}
+    return {k: v for k, v in sorted(vars(aim).items()) if k not in ("insecure_seed", "progress")}
 
 
 def release_path(cache: Path, dataset: str, eps: float, trial: int, seed: int, mms: float, delta: float, key: str) -> Path:
@@ -187,7 +187,7 @@ def get_release(
     """(release, info) — from the cache when present and consistent, else a fresh AIM run (then cached)."""
     train, _ = load_split(dataset)
     seed = derive_seed(base_seed, dataset, eps, trial, "aim")
-    aim = AIM(eps, delta, max_model_size=mms, seed=seed)
+    aim = AIM(eps, delta, max_model_size=mms, insecure_seed=seed)
     info = {"seed": seed, "cached": False, "file": ""}
     path = None
     if cache is not None:
@@ -200,7 +200,7 @@ def get_release(
                 meta = json.loads(meta_path.read_text())
                 cfg = release.config
                 if (
-                    release.seed == seed
+                    meta.get("seed") == seed
                     and math.isclose(cfg.get("epsilon", -1), eps)
                     and math.isclose(cfg.get("max_model_size", -1), mms)
                     and math.isclose(release.delta, delta)

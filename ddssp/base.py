@@ -20,17 +20,6 @@ from .encoding import Encoding, EncodingOptions, build_encoding
 from .solvers import sigmoid
 
 
-def check_random_state(random_state: int | np.random.Generator | None) -> np.random.Generator:
-    """A Generator from an int seed, a Generator (used as is) or None (fresh OS entropy)."""
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    if random_state is None or isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
-        return np.random.default_rng(random_state)
-    raise TypeError(
-        f"random_state must be None, an int seed or a numpy.random.Generator, got {type(random_state).__name__}"
-    )
-
-
 def as_dataset(data: Any, domain: Domain | None = None) -> Dataset:
     """A validated `Dataset` from a Dataset or a DataFrame of codes plus its domain."""
     if isinstance(data, Dataset):

@@ -27,6 +27,7 @@ from marginals.dataset import Dataset
 from marginals.discretize import Discretizer
 from marginals.domain import Domain, write_text_atomic
 from marginals.privacy import cdp_rho
+from marginals.randomness import sampling_rng
 
 from .encoding import categorical_preset
 from .estimators import DDSSPLinearRegression, DDSSPLogisticRegression
@@ -108,15 +109,15 @@ def cmd_synth(args: argparse.Namespace) -> int:
         workload=_workload(args, data.domain),
         max_model_size=args.max_model_size,
         max_cells=args.max_cells,
-        seed=args.seed,
+        insecure_seed=args.insecure_seed,
         progress=not args.quiet,
     )
     start = time.perf_counter()
     release = mechanism.run(data)
     elapsed = time.perf_counter() - start
-    synthetic = release.synthetic_data(args.rows, rng=np.random.default_rng([args.seed, 2]))
-    out = synthetic if disc is None else disc.inverse_transform(synthetic, rng=np.random.default_rng([args.seed, 3]),
-                                                                 numeric=args.decode)
+    rows_rng = sampling_rng(args.sample_seed)  # post-processing of the public model: a seed is safe here
+    synthetic = release.synthetic_data(args.rows, rng=rows_rng)
+    out = synthetic if disc is None else disc.inverse_transform(synthetic, rng=rows_rng, numeric=args.decode)
     out_path = Path(args.out or f"results/{name}-eps{args.epsilon:g}-synthetic.csv")
     release_path = Path(args.release or f"results/{name}-eps{args.epsilon:g}-release.npz")
     release.save(release_path)
@@ -212,7 +213,7 @@ def release_report(release: Release) -> dict:
         "rounds": len(release.rounds),
         "annealed": sum(bool(r.get("annealed")) for r in release.rounds),
         "seconds": sum(float(r.get("seconds", 0.0)) for r in release.rounds),
-        "seed": release.seed,
+        "private": release.private,
         "config": {k: v for k, v in release.config.items() if k != "workload"},
         "workload_cliques": len(release.config.get("workload", [])),
     }
@@ -224,7 +225,8 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(report, indent=1))
         return 0
-    print(f"release {args.release}: {len(release.domain)} attributes, seed {release.seed}")
+    status = "private" if release.private else "NOT PRIVATE (seeded noise source: tests/benchmarks only)"
+    print(f"release {args.release}: {len(release.domain)} attributes, {status}")
     print(release.ledger.summary())
     print(f"{report['rounds']} selection rounds ({report['annealed']} annealed), {report['seconds']:.1f} s; "
           f"workload of {report['workload_cliques']} cliques")
@@ -285,7 +287,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workload", help="JSON list of cliques or [clique, weight] pairs (default: all 2-way)")
     p.add_argument("--max-cells", type=int, default=10_000, help="default workload: 2-way marginals up to this size")
     p.add_argument("--max-model-size", type=float, default=80.0, help="MB (default 80)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--insecure-seed", type=int, default=None,
+                   help="TESTS/BENCHMARKS ONLY: seed the noise; anyone who knows it can undo the noise, and the "
+                        "release is marked not private (default: the OS's secure source, nothing to seed)")
+    p.add_argument("--sample-seed", type=int, default=None,
+                   help="seed for drawing the synthetic rows from the released model (post-processing: safe)")
     p.add_argument("--rows", type=int, help="synthetic rows (default: the release's estimated total)")
     p.add_argument("--out", help="synthetic CSV (default results/<name>-eps<eps>-synthetic.csv)")
     p.add_argument("--release", help="release file (default results/<name>-eps<eps>-release.npz)")

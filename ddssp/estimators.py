@@ -22,7 +22,9 @@ import pandas as pd
 
 from marginals import Dataset, Domain
 
-from .base import EncodedLinearModel, as_dataset, as_marginal_source, check_random_state
+from marginals.randomness import sampling_rng
+
+from .base import EncodedLinearModel, as_dataset, as_marginal_source
 from .chebyshev import chebyshev_coefficients, log_sigmoid, monomial_coefficients
 from .encoding import EncodingOptions
 from .baselines.public import fit_encoded
@@ -136,7 +138,8 @@ class AIMSynth(EncodedLinearModel):
             minimum-norm solution).
         categorical, encoding: as for `DDSSPLinearRegression`.
         n_synthetic: rows to sample from a release (None: the release's default, its total).
-        random_state: int seed or Generator for the sampling.
+        random_state: int seed or Generator for sampling the synthetic rows (post-processing of the
+            public release, so a seed is safe here; on a private Dataset the fit is not DP anyway).
     """
 
     def __init__(
@@ -162,7 +165,7 @@ class AIMSynth(EncodedLinearModel):
         if isinstance(source, (pd.DataFrame, Dataset)):
             table = as_dataset(source, domain)
         elif hasattr(source, "synthetic_data") and hasattr(source, "domain"):
-            rng = check_random_state(self.random_state)
+            rng = sampling_rng(self.random_state)
             synthetic = source.synthetic_data(n=self.n_synthetic, rng=rng)
             if not isinstance(synthetic, (pd.DataFrame, Dataset)):
                 raise TypeError(f"synthetic_data returned a {type(synthetic).__name__}, expected a DataFrame of codes")

@@ -1,5 +1,5 @@
 """Everything that touches private rows or privacy: domains, datasets, contingency tables,
-zCDP accounting, and the Gaussian and exponential mechanisms."""
+zCDP accounting, secure randomness, and the exact discrete Gaussian and exponential mechanisms."""
 
 from .dataset import DataError, Dataset
 from .discretize import Discretizer
@@ -13,6 +13,7 @@ from .mechanisms import (
     selection_probabilities,
 )
 from .privacy import Accountant, BudgetExceeded, Charge, cdp_delta, cdp_eps, cdp_rho
+from .randomness import InsecureRandom, InsecureSeedWarning, RandomSource, SecureRandom, noise_source, sampling_rng
 
 __all__ = [
     "Accountant",
@@ -23,12 +24,18 @@ __all__ = [
     "Dataset",
     "Discretizer",
     "Domain",
+    "InsecureRandom",
+    "InsecureSeedWarning",
     "Measurement",
+    "RandomSource",
+    "SecureRandom",
     "cdp_delta",
     "cdp_eps",
     "cdp_rho",
     "exponential_mechanism",
     "gaussian_measure",
     "measure_counts",
+    "noise_source",
+    "sampling_rng",
     "selection_probabilities",
 ]

@@ -13,6 +13,7 @@ import numpy as np
 from .data import data_dir, demo_dataset, load_bundled
 from .mechanisms import measure_counts
 from .privacy import Accountant
+from .randomness import noise_source
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,7 +21,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dataset", default="adult", help="bundled data set name (default: adult)")
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--delta", type=float, default=1e-9)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--insecure-seed", type=int, default=None,
+                        help="tests only: seed the noise (replayable, not private); default: the OS's secure source")
     args = parser.parse_args(argv)
 
     if data_dir() is None:
@@ -43,12 +45,12 @@ def main(argv: list[str] | None = None) -> int:
 
     accountant = Accountant.from_epsilon(args.epsilon, args.delta)
     sigma = np.sqrt(len(cliques) / (2 * accountant.rho))  # equal split: each costs rho / k
-    rng = np.random.default_rng(args.seed)
+    rng = noise_source(args.insecure_seed)
     errors = []
     for clique, table in zip(cliques, tables):
         noisy = measure_counts(table, clique, sigma, rng, accountant)
         errors.append(np.abs(noisy.noisy_counts - table).sum() / (2 * len(data)))
-    print(f"\nGaussian mechanism on all {len(cliques)} marginals, sigma = {sigma:.2f} each; "
+    print(f"\ndiscrete Gaussian mechanism on all {len(cliques)} marginals, sigma = {sigma:.2f} each; "
           f"mean total-variation error of the noisy tables = {np.mean(errors):.4f}")
     print(accountant.summary())
     assert accountant.spent <= accountant.rho * (1 + 1e-9)

@@ -1,22 +1,30 @@
-"""Noise mechanisms on an explicit `numpy.random.Generator`, each charging an `Accountant`.
+"""Noise mechanisms on a `RandomSource`, each charging an `Accountant`.
 
-- `gaussian_measure`: a noisy count marginal. Neighbouring tables differ by adding or removing
-  one row, which changes exactly one cell of a count marginal by 1, so the L2 sensitivity is 1
-  and the zCDP cost is 1 / (2 sigma^2).
+- `gaussian_measure` / `measure_counts`: a noisy count marginal. Neighbouring tables differ by
+  adding or removing one row, which changes exactly one cell of a count marginal by 1, so the L2
+  sensitivity is 1. The noise is the exact discrete Gaussian (`marginals.exact`) with the
+  rational variance `noise_variance(sigma)` >= sigma^2; its zCDP cost 1 / (2 variance) is charged.
+  ``exact=False`` adds float Gaussian noise instead, allowed only on an `InsecureRandom` source
+  (benchmarks comparing the samplers).
 - `exponential_mechanism`: select an index with probability proportional to
-  exp(epsilon * score / (2 * sensitivity)); the scores are shifted by their maximum before
-  exponentiation, so any finite scale (1e7 and beyond) and ties are handled exactly.
+  exp(epsilon * score / (2 * sensitivity)) by exact rejection sampling (`exact.exponential_choice`),
+  run at epsilon - `EM_ROUNDING` so that its rounding slack stays inside the charged epsilon.
 
-The charge is recorded before any noise is drawn; a refused charge draws nothing.
+The randomness is `marginals.randomness.SecureRandom` unless the caller passes a seeded source
+(tests and benchmarks). The charge is recorded before any noise is drawn; a refused charge draws
+nothing.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Sequence
 
 import numpy as np
 
+from .exact import EM_ROUNDING, discrete_gaussian, exponential_choice, noise_variance
+from .randomness import RandomSource, noise_source
 from .dataset import Dataset
 from .privacy import Accountant
 
@@ -50,37 +58,48 @@ class Measurement:
         return self.sigma**2
 
 
-def _check_rng(rng: np.random.Generator) -> None:
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"pass an explicit numpy.random.Generator, got {type(rng).__name__}")
-
-
 def measure_counts(
     true_counts: np.ndarray,
     clique: Sequence[str],
     sigma: float,
-    rng: np.random.Generator,
+    rng: RandomSource | None,
     accountant: Accountant,
     label: str | None = None,
+    exact: bool = True,
 ) -> Measurement:
-    """Gaussian mechanism on an already computed count marginal of one private table."""
-    _check_rng(rng)
+    """Discrete Gaussian mechanism on an already computed count marginal of one private table.
+
+    The recorded sigma is the square root of the variance actually used (>= ``sigma``, relative
+    difference below 1e-6). ``rng`` None draws from the operating system's secure source.
+    """
+    rng = noise_source(rng)
     clique = tuple(clique)
-    accountant.gaussian(sigma, COUNT_SENSITIVITY, label=label or "measure " + ",".join(clique))
     true_counts = np.asarray(true_counts, dtype=np.float64)
-    noisy = true_counts + rng.normal(0.0, sigma, size=true_counts.shape)
-    return Measurement(clique, noisy, sigma)
+    label = label or "measure " + ",".join(clique)
+    if not exact:
+        if rng.private:
+            raise ValueError("float Gaussian noise is only for benchmarks on an InsecureRandom source; use exact=True")
+        accountant.gaussian(sigma, COUNT_SENSITIVITY, label=label)
+        return Measurement(clique, true_counts + rng.normal(0.0, sigma, size=true_counts.shape), sigma)
+    if not np.array_equal(true_counts, np.rint(true_counts)):
+        raise ValueError(f"measurement over {clique}: the discrete Gaussian needs integer counts")
+    variance = noise_variance(sigma)
+    rho = float(Fraction(COUNT_SENSITIVITY) ** 2 / (2 * variance))
+    sigma_used = float(variance) ** 0.5
+    accountant.charge(rho, label, "discrete_gaussian", sigma=sigma_used, sensitivity=COUNT_SENSITIVITY)
+    noise = discrete_gaussian(rng, variance, true_counts.size).reshape(true_counts.shape)
+    return Measurement(clique, true_counts + noise, sigma_used)
 
 
 def gaussian_measure(
     dataset: Dataset,
     clique: Sequence[str],
     sigma: float,
-    rng: np.random.Generator,
+    rng: RandomSource | None,
     accountant: Accountant,
     label: str | None = None,
 ) -> Measurement:
-    """Measure the count marginal of ``clique`` with N(0, sigma^2) noise per cell."""
+    """Measure the count marginal of ``clique`` with discrete Gaussian noise of scale ``sigma`` per cell."""
     if dataset.weights is not None:
         raise ValueError(
             "gaussian_measure: the dataset has row weights, whose sensitivity cannot be derived "
@@ -94,12 +113,12 @@ def exponential_mechanism(
     scores: Sequence[float] | np.ndarray,
     epsilon: float,
     sensitivity: float,
-    rng: np.random.Generator,
+    rng: RandomSource | None,
     accountant: Accountant,
     label: str = "select",
 ) -> int:
-    """Index chosen with probability proportional to exp(epsilon * score / (2 * sensitivity))."""
-    _check_rng(rng)
+    """Index chosen with probability proportional to exp(epsilon * score / (2 * sensitivity)), exactly."""
+    rng = noise_source(rng)
     scores = np.asarray(scores, dtype=np.float64)
     if scores.ndim != 1 or scores.size == 0:
         raise ValueError(f"exponential_mechanism needs a non-empty 1-D array of scores, got shape {scores.shape}")
@@ -107,14 +126,17 @@ def exponential_mechanism(
         raise ValueError(f"exponential_mechanism: {int((~np.isfinite(scores)).sum())} non-finite score(s)")
     if not (sensitivity > 0 and np.isfinite(sensitivity)):
         raise ValueError(f"sensitivity must be a finite number > 0, got {sensitivity}")
+    if not (epsilon > 0 and np.isfinite(epsilon)):
+        raise ValueError(f"epsilon must be a finite number > 0, got {epsilon}")
+    if not epsilon > EM_ROUNDING:
+        raise ValueError(f"exponential_mechanism: epsilon must exceed {EM_ROUNDING:.3g}, got {epsilon}")
     accountant.exponential(epsilon, label=label)
-    probs = selection_probabilities(scores, epsilon, sensitivity)
-    cdf = np.cumsum(probs)
-    return int(min(np.searchsorted(cdf, rng.random() * cdf[-1], side="right"), scores.size - 1))
+    return exponential_choice(rng, (0.5 * (epsilon - EM_ROUNDING) / sensitivity) * scores)
 
 
 def selection_probabilities(scores: np.ndarray, epsilon: float, sensitivity: float) -> np.ndarray:
-    """The exact selection distribution of `exponential_mechanism` (softmax of shifted scores)."""
+    """The ideal selection distribution at ``epsilon`` (softmax of shifted scores); the exact sampler
+    runs at epsilon - EM_ROUNDING, within a factor exp(2^-39) of it."""
     scores = np.asarray(scores, dtype=np.float64)
     logits = (0.5 * epsilon / sensitivity) * (scores - scores.max())
     weights = np.exp(logits)  # the maximum maps to exp(0) = 1, so the sum is >= 1: no overflow or 0/0

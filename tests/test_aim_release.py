@@ -28,7 +28,7 @@ def data():
 @pytest.fixture(scope="module")
 def release(data):
     workload = [(("age", "education"), 1.0), (("hours", "income"), 2.0), (("sector", "region", "income"), 1.0)]
-    return AIM(1.0, 1e-9, workload=workload, max_iters=20, final_iters=30, seed=7).run(data)
+    return AIM(1.0, 1e-9, workload=workload, max_iters=20, final_iters=30, insecure_seed=7).run(data)
 
 
 def _all_pairs(domain):
@@ -58,7 +58,7 @@ def test_save_load_round_trip_is_exact(tmp_path, release):
     ]
     assert loaded.rounds == release.rounds
     assert loaded.config == release.config
-    assert loaded.seed == release.seed == 7
+    assert loaded.private is release.private is False  # a seeded (test) run is marked not private
     assert loaded.epsilon == release.epsilon == 1.0
     assert loaded.delta == release.delta == 1e-9
 
@@ -74,7 +74,8 @@ def test_loaded_release_answers_and_samples_identically(tmp_path, release):
     pd.testing.assert_frame_equal(
         release.synthetic_data(rng=np.random.default_rng(99)), loaded.synthetic_data(rng=np.random.default_rng(99))
     )
-    pd.testing.assert_frame_equal(release.synthetic_data(n=500), loaded.synthetic_data(n=500))  # default rng: the seed
+    pd.testing.assert_frame_equal(release.synthetic_data(n=500, rng=5), loaded.synthetic_data(n=500, rng=5))
+    assert not release.synthetic_data(n=500).equals(release.synthetic_data(n=500))  # default: fresh entropy
     assert not release.synthetic_data(n=500, rng=1).equals(release.synthetic_data(n=500, rng=2))
 
 
@@ -161,7 +162,7 @@ def test_save_is_atomic_and_overwrites_the_whole_file(tmp_path, release, monkeyp
 def test_save_creates_missing_folders(tmp_path, release):
     path = tmp_path / "a" / "b" / "rel.npz"
     release.save(path)
-    assert Release.load(path).seed == release.seed
+    assert Release.load(path).ledger.to_dict() == release.ledger.to_dict()
 
 
 # --- the same seed gives the same release in another process -------------------------------------
@@ -175,7 +176,7 @@ data = demo_dataset(n=2000)
 # a Python set of string tuples: its iteration order depends on PYTHONHASHSEED
 workload = {(("age", "education"), 1.0), (("hours", "income"), 1.0), (("sector", "region"), 2.0),
             (("married", "children"), 1.0), (("education", "income"), 1.0)}
-AIM(1.0, 1e-9, workload=workload, max_iters=20, final_iters=20, seed=int(sys.argv[2])).run(data).save(sys.argv[1])
+AIM(1.0, 1e-9, workload=workload, max_iters=20, final_iters=20, insecure_seed=int(sys.argv[2])).run(data).save(sys.argv[1])
 """
 
 
@@ -206,12 +207,12 @@ def test_same_seed_same_release_across_processes(tmp_path):
     header_a, arrays_a = _contents(paths["a"])
     header_b, arrays_b = _contents(paths["b"])
     assert len(header_a["rounds"]) >= 2
-    assert header_a == header_b  # measurements' cliques and sigmas, model, ledger, rounds, config, seed
+    assert header_a == header_b  # measurements' cliques and sigmas, model, ledger, rounds, config
     assert arrays_a.keys() == arrays_b.keys()
     for name in arrays_a:
         assert arrays_a[name] == arrays_b[name], name
     header_c, arrays_c = _contents(paths["c"])
-    assert header_c["seed"] == 124
+    assert "seed" not in header_c and header_c["private"] is False
     assert arrays_c["measurement_0"] != arrays_a["measurement_0"]
 
 

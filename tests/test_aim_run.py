@@ -21,7 +21,7 @@ WORKLOAD = [(("a",), 1.0), (("b",), 2.0), (("a", "b"), 0.5)]
 
 @pytest.fixture(scope="module")
 def small_release():
-    return AIM(1.0, max_iters=10, final_iters=10, seed=0).run(demo_dataset(n=1500))
+    return AIM(1.0, max_iters=10, final_iters=10, insecure_seed=0).run(demo_dataset(n=1500))
 
 
 # --- workload_error ------------------------------------------------------------------------------
@@ -76,7 +76,7 @@ def test_workload_error_empty_workload():
 
 
 def test_progress_lines_on_stderr(capsys):
-    release = AIM(1.0, max_iters=5, final_iters=5, seed=1, progress=True).run(demo_dataset(n=1000))
+    release = AIM(1.0, max_iters=5, final_iters=5, insecure_seed=1, progress=True).run(demo_dataset(n=1000))
     out, err = capsys.readouterr()
     assert out == ""
     lines = err.strip().splitlines()
@@ -91,7 +91,7 @@ def test_progress_lines_on_stderr(capsys):
 
 
 def test_no_progress_prints_nothing(capsys):
-    AIM(1.0, max_iters=5, final_iters=5, seed=1).run(demo_dataset(n=1000))
+    AIM(1.0, max_iters=5, final_iters=5, insecure_seed=1).run(demo_dataset(n=1000))
     assert capsys.readouterr() == ("", "")
 
 
@@ -132,7 +132,7 @@ def test_weighted_dataset_is_refused(tiny):
     # row weights scale the counts: a Gaussian charge with sensitivity 1 would understate the privacy loss
     weighted = Dataset(tiny.to_df(), tiny.domain, weights=np.full(len(tiny), 1000.0))
     with pytest.raises(ValueError, match="weights"):
-        AIM(1.0, max_iters=5, final_iters=5, seed=0).run(weighted)
+        AIM(1.0, max_iters=5, final_iters=5, insecure_seed=0).run(weighted)
 
 
 def test_unknown_estimator_option_is_refused(tiny):
@@ -152,7 +152,7 @@ def test_estimator_options_reach_every_fit(tiny, monkeypatch):
 
     monkeypatch.setattr(mechanism, "estimate", spy)
     options = {"momentum": 0.0, "step_growth": 1.01, "resume_stepsize": False}
-    release = AIM(1.0, max_iters=5, final_iters=5, estimator_options=options, seed=0).run(tiny)
+    release = AIM(1.0, max_iters=5, final_iters=5, estimator_options=options, insecure_seed=0).run(tiny)
     assert len(seen) >= len(release.rounds) >= 1  # initial fit, round fits, final fit
     assert all({k: kw.get(k) for k in options} == options for kw in seen)
     assert release.config["estimator_options"] == dict(sorted(options.items()))

@@ -84,7 +84,7 @@ def recorded_run():
     mp.setattr(mech, "exponential_mechanism", em)
     mp.setattr(mech, "estimate", est)
     try:
-        params = dict(epsilon=3.0, delta=1e-9, workload=workload, max_model_size=0.004, max_iters=15, final_iters=15, seed=5)
+        params = dict(epsilon=3.0, delta=1e-9, workload=workload, max_model_size=0.004, max_iters=15, final_iters=15, insecure_seed=5)
         release = AIM(**params).run(data)
     finally:
         mp.undo()
@@ -115,7 +115,7 @@ def test_selection_scores_sensitivity_and_eps(recorded_run):
         sigma = entry["sigma"]
         assert call["eps"] == entry["eps_select"]
         rho_used = call["spent"] + 0.5 / sigma**2 + call["eps"] ** 2 / 8
-        assert rho_used == pytest.approx(entry["rho_used"], rel=1e-12)
+        assert rho_used == pytest.approx(entry["rho_used"], rel=1e-6)  # the charged variance is rounded up
         allowed = _allowed(dom, before, list(cand), params["max_model_size"] * rho_used / rho)
         filtered_rounds += len(allowed) < len(cand)
         assert call["sensitivity"] == max(cand[r] for r in allowed)

@@ -73,7 +73,9 @@ def test_objpert_formulas_and_exact_minimisation():
         x_bound = model.encoding_.norm_bounds()[0]
         assert model.regularization_ == pytest.approx(x_bound**2 / (2 * eps))
         assert model.noise_std_ == pytest.approx(x_bound * math.sqrt(8 * math.log(2 / delta) + 4 * eps) / eps)
-        assert model.privacy_ == {"epsilon": eps, "delta": delta, "mechanism": "objective perturbation (KST12)"}
+        assert model.privacy_ == {
+            "epsilon": eps, "delta": delta, "mechanism": "objective perturbation (KST12)", "private": False
+        }
         X, y = model.encoding_.encode(DATA.to_df())
         draws.append(implied_noise(model, X, y) / model.noise_std_)
     draws = np.concatenate(draws)

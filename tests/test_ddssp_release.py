@@ -21,7 +21,7 @@ pytestmark = [
 @pytest.fixture(scope="module")
 def adult_release(tmp_path_factory):
     train = load_bundled("adult")
-    release = AIM(1.0, 1e-5, seed=3).run(train)
+    release = AIM(1.0, 1e-5, insecure_seed=3).run(train)
     path = tmp_path_factory.mktemp("release") / "adult.npz"
     release.save(path)
     return train, load_bundled("adult", "test").to_df(), Release.load(path)

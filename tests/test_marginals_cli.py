@@ -43,7 +43,7 @@ def test_cli_on_bundled_data():
 
 
 def test_cli_falls_back_to_demo_and_says_so(tmp_path):
-    proc = run_cli(env_extra={"DP_MARGINALS_DATA": str(tmp_path / "does-not-exist")})
+    proc = run_cli("--insecure-seed", "0", env_extra={"DP_MARGINALS_DATA": str(tmp_path / "does-not-exist")})
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "is absent; using the built-in deterministic demo table instead" in out
@@ -51,10 +51,13 @@ def test_cli_falls_back_to_demo_and_says_so(tmp_path):
     assert f"data set demo: 20,000 rows x {len(d)} attributes" in out
     assert f"computed {len(d) + len(d) * (len(d) - 1) // 2} marginals" in out
     assert "privacy ledger" in out and "(eps, delta)-DP" in out
-    # deterministic: the same run prints the same numbers (timing line aside)
-    again = run_cli(env_extra={"DP_MARGINALS_DATA": str(tmp_path / "does-not-exist")}).stdout
+    # deterministic under a (test-only) seed: the same run prints the same numbers (timing line aside)
+    again = run_cli("--insecure-seed", "0", env_extra={"DP_MARGINALS_DATA": str(tmp_path / "does-not-exist")}).stdout
     strip = lambda s: re.sub(r"in [0-9.]+ ms", "", s)
     assert strip(again) == strip(out)
+    # by default the noise comes from the OS's secure source: two runs differ
+    secure = [run_cli(env_extra={"DP_MARGINALS_DATA": str(tmp_path / "does-not-exist")}).stdout for _ in range(2)]
+    assert strip(secure[0]) != strip(secure[1])
 
 
 def test_data_dir_respects_explicit_setting(tmp_path, monkeypatch):

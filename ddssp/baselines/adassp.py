@@ -29,8 +29,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from marginals import Accountant, BudgetExceeded, Domain, cdp_rho
+from marginals.randomness import RandomSource, noise_source
 
-from ..base import EncodedLinearModel, check_random_state
+from ..base import EncodedLinearModel
 from ..encoding import EncodingOptions
 from ..solvers import solve_linear_system
 from .common import check_privacy_params, private_statistics
@@ -49,7 +50,8 @@ class AdaSSP(EncodedLinearModel):
             in Wang's Alg. 2 (the DD-SSP code used 1/3, 0.633, 0.033).
         accountant: a `marginals.Accountant` to charge; None creates one of exactly
             (epsilon, delta) per fit. Exposed as ``accountant_``.
-        random_state: int seed or Generator.
+        random_state: None (default: noise from the OS's secure source), or for tests only an int
+            seed / `marginals.InsecureRandom`, which warns and sets ``private_ = False``.
 
     Learned: ``coef_``, ``intercept_``, ``sigmas_`` (noise std of each release), ``sensitivities_``,
     ``rho_parts_``, ``lambda_min_noisy_``, ``XtX_noisy_``, ``Xty_noisy_`` (the three releases),
@@ -66,7 +68,7 @@ class AdaSSP(EncodedLinearModel):
         failure_prob: float = 0.05,
         budget_split: Sequence[float] = (1 / 3, 1 / 3, 1 / 3),
         accountant: Accountant | None = None,
-        random_state: int | np.random.Generator | None = None,
+        random_state: int | RandomSource | None = None,
     ) -> None:
         self.epsilon = epsilon
         self.delta = delta
@@ -96,7 +98,7 @@ class AdaSSP(EncodedLinearModel):
             raise ValueError(f"failure_prob must lie in (0, 1), got {self.failure_prob}")
         split = self._check_split()
         encoding, stats = private_statistics(self, data, domain, "linear")
-        rng = check_random_state(self.random_state)
+        rng = noise_source(self.random_state, "random_state")
         x_bound, y_bound = encoding.norm_bounds()
         p = encoding.n_features
 
@@ -122,6 +124,7 @@ class AdaSSP(EncodedLinearModel):
         theta = solve_linear_system(XtX_noisy + ridge * np.eye(p), Xty_noisy)
 
         self.accountant_ = accountant
+        self.private_ = rng.private
         self.rho_parts_ = rho_parts
         self.sensitivities_ = sensitivities
         self.sigmas_ = sigmas

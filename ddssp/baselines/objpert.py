@@ -25,8 +25,9 @@ from typing import Any, Sequence
 import numpy as np
 
 from marginals import Domain
+from marginals.randomness import RandomSource, noise_source
 
-from ..base import EncodedLinearModel, check_random_state
+from ..base import EncodedLinearModel
 from ..encoding import EncodingOptions
 from ..solvers import fit_logistic
 from .common import check_privacy_params, encoded_rows
@@ -40,7 +41,8 @@ class ObjPert(EncodedLinearModel):
         target: a 2-level attribute (code 1 is the positive class).
         categorical, encoding: as for `DDSSPLinearRegression`.
         accountant: must be None (see the module docstring); kept so all baselines share the API.
-        random_state: int seed or Generator.
+        random_state: None (default: noise from the OS's secure source), or for tests only an int
+            seed / `marginals.InsecureRandom`, which warns and sets ``private_ = False``.
 
     Learned: ``coef_``, ``intercept_``, ``regularization_`` (Delta), ``noise_std_`` (std of each
     entry of b), ``privacy_`` ({"epsilon", "delta", "mechanism"}).
@@ -54,7 +56,7 @@ class ObjPert(EncodedLinearModel):
         categorical: Sequence[str] | None = None,
         encoding: EncodingOptions | None = None,
         accountant: Any = None,
-        random_state: int | np.random.Generator | None = None,
+        random_state: int | RandomSource | None = None,
     ) -> None:
         self.epsilon = epsilon
         self.delta = delta
@@ -74,7 +76,7 @@ class ObjPert(EncodedLinearModel):
                 "(epsilon, delta) (recorded in privacy_) with other releases by (epsilon, delta) composition"
             )
         encoding, X, y = encoded_rows(self, data, domain, "logistic")
-        rng = check_random_state(self.random_state)
+        rng = noise_source(self.random_state, "random_state")
         x_bound, _ = encoding.norm_bounds()
         n, p = X.shape
         regularization = x_bound**2 / (2.0 * epsilon)
@@ -84,6 +86,7 @@ class ObjPert(EncodedLinearModel):
 
         self.regularization_ = regularization
         self.noise_std_ = noise_std
-        self.privacy_ = {"epsilon": epsilon, "delta": delta, "mechanism": "objective perturbation (KST12)"}
+        self.privacy_ = {"epsilon": epsilon, "delta": delta, "mechanism": "objective perturbation (KST12)",
+                         "private": rng.private}
         self._set_solution(theta, encoding)
         return self

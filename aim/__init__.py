@@ -2,11 +2,12 @@
 
 from .mechanism import AIM, plan_round, round_cost, round_scales, should_anneal
 from .metrics import workload_error
-from .release import Release, ReleaseFormatError, ReleaseView
+from .release import NotPrivateWarning, Release, ReleaseFormatError, ReleaseView
 from .workload import all_k_way, candidates, normalize_workload
 
 __all__ = [
     "AIM",
+    "NotPrivateWarning",
     "Release",
     "ReleaseFormatError",
     "ReleaseView",

@@ -11,7 +11,15 @@ the end, no momentum, step x1.01 on accept, step restarted at 2/(L N) on every c
 our defaults (momentum, work-capped rounds, tolerances): it separates the estimator's effect on
 the workload error from the rest of the mechanism.
 
-Usage: python benchmarks/aim_adult.py [--eps 0.1 1 10] [--seeds 0 1 2] [--jobs 1] [--md ours|mbi] [--json]
+``--noise`` picks the noise: ``seeded`` (default: exact discrete Gaussian and exact selection on
+a seeded, test-only source, so runs are reproducible), ``secure`` (the product: exact samplers
+on the OS's secure source, no seed) or ``float`` (float Gaussian noise on a seeded source, the
+sampler the engine used before). ``--compare-samplers`` runs every job as ``secure`` and as
+``float`` back to back and prints the time ratio, plus the time the two samplers alone take to
+draw the noise of the run's measurements.
+
+Usage: python benchmarks/aim_adult.py [--eps 0.1 1 10] [--seeds 0 1 2] [--jobs 1] [--md ours|mbi]
+       [--noise seeded|secure|float] [--compare-samplers] [--json]
 """
 
 from __future__ import annotations
@@ -23,9 +31,6 @@ import os
 import resource
 import sys
 import time
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 # Reference measured on this machine class (issue 4): mbi 2.0.0's AIM on adult, eps = 1,
 # delta = 1e-9, max_model_size 80, seed 0: 1,135 s, 38 rounds, 5.2 GB, errors 0.0513 / 0.0533.
@@ -45,11 +50,18 @@ def run_one(job: dict) -> dict:
     from marginals.data import load_bundled
 
     data = load_bundled(job["dataset"])
+    import warnings
+
+    from marginals.randomness import InsecureSeedWarning
+
+    warnings.simplefilter("ignore", InsecureSeedWarning)  # seeded modes are benchmarks by definition
     start = time.perf_counter()
-    settings = MBI_MD if job["md"] == "mbi" else {}
-    release = AIM(
-        job["epsilon"], job["delta"], max_model_size=job["max_model_size"], insecure_seed=job["seed"], **settings
-    ).run(data)
+    settings = dict(MBI_MD if job["md"] == "mbi" else {})
+    if job["noise"] != "secure":
+        settings["insecure_seed"] = job["seed"]
+    if job["noise"] == "float":
+        settings["exact_noise"] = False
+    release = AIM(job["epsilon"], job["delta"], max_model_size=job["max_model_size"], **settings).run(data)
     seconds = time.perf_counter() - start
     workload = all_k_way(data.domain)
     synthetic = release.synthetic_data()
@@ -65,7 +77,30 @@ def run_one(job: dict) -> dict:
         "error_synthetic": workload_error(data, synthetic, workload),
         "rho_spent": release.ledger.spent,
         "rho": release.ledger.rho,
+        "private": release.private,
+        **sampler_seconds(release),
     }
+
+
+def sampler_seconds(release) -> dict:
+    """Time to draw this release's measurement noise with the exact sampler (secure source) and
+    with numpy's float Gaussian: the samplers' own cost, free of the run's other randomness."""
+    import numpy as np
+
+    from marginals.exact import discrete_gaussian, noise_variance
+    from marginals.randomness import SecureRandom
+
+    shapes = [(m.sigma, int(np.size(m.noisy_counts))) for m in release.measurements]
+    source, generator = SecureRandom(), np.random.default_rng()
+    start = time.perf_counter()
+    for sigma, cells in shapes:
+        discrete_gaussian(source, noise_variance(sigma), cells)
+    exact = time.perf_counter() - start
+    start = time.perf_counter()
+    for sigma, cells in shapes:
+        generator.normal(0.0, sigma, cells)
+    return {"exact_sampler_seconds": exact, "float_sampler_seconds": time.perf_counter() - start,
+            "measured_cells": sum(c for _, c in shapes)}
 
 
 def _mean(values):
@@ -83,12 +118,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--md", choices=["ours", "mbi"], default="ours",
                         help="estimation schedule: our defaults, or mbi 2.0's (see above)")
     parser.add_argument("--jobs", type=int, default=1, help="runs in parallel (timings are cleanest with 1)")
+    parser.add_argument("--noise", choices=["seeded", "secure", "float"], default="seeded",
+                        help="seeded exact (default, reproducible), secure exact (the product), or seeded float")
+    parser.add_argument("--compare-samplers", action="store_true",
+                        help="run every job as secure exact and as seeded float, back to back, and compare times")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     args = parser.parse_args(argv)
 
-    base = {"delta": args.delta, "max_model_size": args.max_model_size, "md": args.md}
+    base = {"delta": args.delta, "max_model_size": args.max_model_size, "md": args.md, "noise": args.noise}
     jobs = [{"dataset": "adult", "epsilon": e, "seed": s, **base} for e in args.eps for s in args.seeds]
     jobs += [{"dataset": name, "epsilon": 1.0, "seed": 0, **base} for name in args.others]
+    if args.compare_samplers:  # interleaved, so that machine load hits both modes alike
+        jobs = [{**job, "noise": mode} for job in jobs for mode in ("secure", "float")]
     context = mp.get_context("spawn")
     start = time.perf_counter()
     # maxtasksperchild=1: a fresh process per run, so ru_maxrss is that run's peak alone.
@@ -101,17 +142,33 @@ def main(argv: list[str] | None = None) -> int:
     total = time.perf_counter() - start
 
     summary = []
-    for e in args.eps:
-        group = [r for r in results if r["dataset"] == "adult" and r["epsilon"] == e]
+    for e, mode in [(e, m) for e in args.eps for m in dict.fromkeys(r["noise"] for r in results)]:
+        group = [r for r in results if r["dataset"] == "adult" and r["epsilon"] == e and r["noise"] == mode]
+        if not group:
+            continue
         summary.append({
             "epsilon": e,
+            "noise": mode,
+            "mean_rounds": _mean([r["rounds"] for r in group]),
+            "mean_exact_sampler_seconds": _mean([r["exact_sampler_seconds"] for r in group]),
+            "mean_float_sampler_seconds": _mean([r["float_sampler_seconds"] for r in group]),
             "seeds": len(group),
             "mean_seconds": _mean([r["seconds"] for r in group]),
             "max_rss_mb": max(r["peak_rss_mb"] for r in group),
             "mean_error_model": _mean([r["error_model"] for r in group]),
             "mean_error_synthetic": _mean([r["error_synthetic"] for r in group]),
         })
-    eps1 = next((s for s in summary if s["epsilon"] == 1.0), None)
+    eps1 = next((s for s in summary if s["epsilon"] == 1.0 and s["noise"] != "float"), None)
+    comparison = []
+    for e in args.eps:
+        pair = {s["noise"]: s for s in summary if s["epsilon"] == e}
+        if "secure" in pair and "float" in pair:
+            comparison.append({"epsilon": e, "secure_seconds": pair["secure"]["mean_seconds"],
+                               "float_seconds": pair["float"]["mean_seconds"],
+                               "ratio": pair["secure"]["mean_seconds"] / pair["float"]["mean_seconds"],
+                               "secure_rounds": pair["secure"]["mean_rounds"], "float_rounds": pair["float"]["mean_rounds"],
+                               "exact_sampler_seconds": pair["secure"]["mean_exact_sampler_seconds"],
+                               "float_sampler_seconds": pair["secure"]["mean_float_sampler_seconds"]})
     targets = []
     if eps1 is not None:
         targets += [
@@ -128,23 +185,30 @@ def main(argv: list[str] | None = None) -> int:
     targets.append(("ledger within budget in every run", budget_ok, ""))
 
     if args.json:
-        print(json.dumps({"runs": results, "summary": summary, "total_seconds": total,
+        print(json.dumps({"runs": results, "summary": summary, "sampler_comparison": comparison, "total_seconds": total,
                           "targets": [{"target": t, "met": bool(ok), "value": v} for t, ok, v in targets],
                           "mbi_reference": MBI_REFERENCE}, indent=1))
         return 0
     print(f"AIM, delta = {args.delta:g}, max_model_size = {args.max_model_size:g} MB, all 2-way workload "
           f"(error = mean L1 on normalised marginals; TV = L1 / 2); estimation schedule: {args.md}")
-    head = f"{'data':<16}{'rows':>8}{'eps':>6}{'seed':>5}{'seconds':>9}{'RSS MB':>8}{'rounds':>7}{'sigma':>8}{'model MB':>9}{'err model':>10}{'err synth':>10}{'TV model':>9}"
+    head = f"{'data':<16}{'rows':>8}{'eps':>6}{'seed':>5}{'noise':>7}{'seconds':>9}{'RSS MB':>8}{'rounds':>7}{'sigma':>8}{'model MB':>9}{'err model':>10}{'err synth':>10}{'TV model':>9}"
     print(head)
     print("-" * len(head))
     for r in results:
-        print(f"{r['dataset']:<16}{r['rows']:>8,}{r['epsilon']:>6g}{r['seed']:>5}{r['seconds']:>9.1f}{r['peak_rss_mb']:>8.0f}"
+        print(f"{r['dataset']:<16}{r['rows']:>8,}{r['epsilon']:>6g}{r['seed']:>5}{r['noise']:>7}{r['seconds']:>9.1f}{r['peak_rss_mb']:>8.0f}"
               f"{r['rounds']:>7}{r['final_sigma']:>8.2f}{r['model_size_mb']:>9.2f}{r['error_model']:>10.4f}"
               f"{r['error_synthetic']:>10.4f}{r['error_model'] / 2:>9.4f}")
     print("\nadult, mean over seeds")
     for s in summary:
-        print(f"  eps={s['epsilon']:<5g} {s['seeds']} seeds: {s['mean_seconds']:7.1f} s, max RSS {s['max_rss_mb']:.0f} MB, "
+        print(f"  eps={s['epsilon']:<5g} {s['noise']:>6} {s['seeds']} runs: {s['mean_seconds']:7.1f} s, {s['mean_rounds']:.1f} rounds, max RSS {s['max_rss_mb']:.0f} MB, "
               f"error model {s['mean_error_model']:.4f}, synthetic {s['mean_error_synthetic']:.4f}")
+    if comparison:
+        print("\nsamplers: secure exact vs seeded float (same jobs, back to back)")
+        for c in comparison:
+            print(f"  eps={c['epsilon']:<5g} run {c['secure_seconds']:.2f} s vs {c['float_seconds']:.2f} s "
+                  f"(ratio {c['ratio']:.3f}; rounds {c['secure_rounds']:.1f} vs {c['float_rounds']:.1f}); "
+                  f"drawing the run's noise alone: exact {1000 * c['exact_sampler_seconds']:.0f} ms vs "
+                  f"float {1000 * c['float_sampler_seconds']:.1f} ms")
     print(f"\nmbi 2.0 reference (issue 4, 48,842 rows, seed 0): {MBI_REFERENCE['seconds']:.0f} s, "
           f"{MBI_REFERENCE['rss_mb'] / 1024:.1f} GB, errors {MBI_REFERENCE['model']} / {MBI_REFERENCE['synthetic']}")
     print("targets:")

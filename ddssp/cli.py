@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from aim import AIM, Release, all_k_way, workload_error
+from aim.release import NotPrivateWarning
 from marginals.data import data_dir, demo_dataset, load_bundled
 from marginals.dataset import Dataset
 from marginals.discretize import Discretizer
@@ -155,8 +156,21 @@ def _fit_result(model: Any, args: argparse.Namespace, release: Release, exclude:
     return result
 
 
+def _load_release(path: str) -> Release:
+    """`Release.load`, with its not-private warning as one line on stderr (never silenced by --quiet)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", NotPrivateWarning)
+        release = Release.load(path)
+    for w in caught:
+        if issubclass(w.category, NotPrivateWarning):
+            print(f"warning: {w.message}", file=sys.stderr)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return release
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
-    release = Release.load(args.release)
+    release = _load_release(args.release)
     exclude = _names(args.exclude)
     if args.target in exclude:
         raise ValueError(f"the target {args.target!r} cannot be excluded")
@@ -220,7 +234,7 @@ def release_report(release: Release) -> dict:
 
 
 def cmd_inspect(args: argparse.Namespace) -> int:
-    release = Release.load(args.release)
+    release = _load_release(args.release)
     report = release_report(release)
     if args.json:
         print(json.dumps(report, indent=1))

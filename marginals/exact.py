@@ -50,10 +50,16 @@ def _bernoulli_exp_fraction(source: RandomSource, num: np.ndarray, den: np.ndarr
     """Bernoulli(exp(-num/den)) for 0 <= num <= den (int64 arrays), CKS Algorithm 1."""
     k = np.ones(num.shape, dtype=np.int64)
     active = np.flatnonzero(num > 0)  # gamma = 0: K stops at 1 (odd), exp(0) = 1
+    level = 1  # every active element has k == level
+    den_max = int(den.max(initial=1))
     while active.size:
-        a = (source.below(den[active]) < num[active]) & (source.below(k[active]) == 0)
-        k[active[a]] += 1
+        if den_max * level <= _INT64_SAFE:  # one uniform below den * k decides Bernoulli(num / (den k))
+            a = source.below(den[active] * level) < num[active]
+        else:
+            a = (source.below(den[active]) < num[active]) & (source.below(level) == 0)
         active = active[a]
+        level += 1
+        k[active] = level
     return k % 2 == 1
 
 
@@ -194,8 +200,9 @@ def exponential_choice(source: RandomSource, logits: np.ndarray) -> int:
     num[carry] = 0
     n = x.size
     den = np.int64(2**_EM_BITS)
+    batch = max(n, 64)  # more proposals per pass: fewer passes, the first acceptance is still the answer
     while True:
-        proposals = source.below(n, n)
+        proposals = source.below(n, batch)
         accepted = bernoulli_exp(source, whole[proposals], num[proposals], den)
         if accepted.any():
             return int(proposals[int(np.argmax(accepted))])

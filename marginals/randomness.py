@@ -59,6 +59,20 @@ class RandomSource:
 
     def below(self, n: int | np.ndarray, size: int | None = None) -> np.ndarray:
         """Exact uniform integers in [0, n) (n <= 2**63, scalar or array) by rejection; int64."""
+        if np.ndim(n) == 0:  # one bound: plain integer threshold, no broadcasting
+            bound = int(n)
+            if not 1 <= bound <= 2**63:
+                raise ValueError(f"below: n must lie in [1, 2**63], got {bound}")
+            count = 1 if size is None else int(size)
+            words = self.uint64(count)
+            threshold = np.uint64(2**64 % bound)
+            ok = words >= threshold
+            while not ok.all():
+                bad = np.flatnonzero(~ok)
+                words[bad] = self.uint64(bad.size)
+                ok[bad] = words[bad] >= threshold
+            out = (words % np.uint64(bound)).astype(np.int64)
+            return out if size is not None else out.reshape(())
         n = np.asarray(n, dtype=np.uint64)
         shape = n.shape if size is None else (size,)
         n = np.broadcast_to(n, shape).ravel()

@@ -238,7 +238,7 @@ def draws(scores, epsilon, sensitivity, n, seed):
 def test_selection_frequencies_match_softmax():
     scores = [0.0, 1.0, 2.0, 3.5, 5.0, 2.0]
     epsilon, sensitivity = 1.0, 1.5
-    n = 20_000
+    n = 6000
     picks = draws(scores, epsilon, sensitivity, n, seed=21)
     observed = np.bincount(picks, minlength=len(scores))
     expected = exact_softmax(scores, epsilon, sensitivity) * n

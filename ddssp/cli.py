@@ -226,7 +226,6 @@ def release_report(release: Release) -> dict:
                   "total": release.model.total},
         "rounds": len(release.rounds),
         "annealed": sum(bool(r.get("annealed")) for r in release.rounds),
-        "seconds": sum(float(r.get("seconds", 0.0)) for r in release.rounds),
         "private": release.private,
         "config": {k: v for k, v in release.config.items() if k != "workload"},
         "workload_cliques": len(release.config.get("workload", [])),
@@ -242,7 +241,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
     status = "private" if release.private else "NOT PRIVATE (seeded noise source: tests/benchmarks only)"
     print(f"release {args.release}: {len(release.domain)} attributes, {status}")
     print(release.ledger.summary())
-    print(f"{report['rounds']} selection rounds ({report['annealed']} annealed), {report['seconds']:.1f} s; "
+    print(f"{report['rounds']} selection rounds ({report['annealed']} annealed); "
           f"workload of {report['workload_cliques']} cliques")
     print(f"model: {len(release.model.cliques)} cliques, {release.model.size_mb:.2f} MB, "
           f"estimated rows {release.model.total:,.0f}")

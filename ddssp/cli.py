@@ -23,18 +23,20 @@ import pandas as pd
 
 from aim import AIM, Release, all_k_way, workload_error
 from marginals.data import data_dir, demo_dataset, load_bundled
-from marginals.dataset import Dataset
+from aim.workload import normalize_workload
+from marginals.dataset import Dataset, read_csv_file
 from marginals.discretize import Discretizer
-from marginals.domain import Domain, write_text_atomic
+from marginals.domain import AtomicOutputs, Domain, read_json, write_text_atomic
 from marginals.privacy import cdp_rho
 
 from .encoding import categorical_preset
 from .estimators import DDSSPLinearRegression, DDSSPLogisticRegression
 
 PROG = "dp-marginals"
-# Exceptions that mean "the input is wrong" (ValueError covers DataError, JSON, CSV-parse and
-# release-format errors); anything else is an internal error.
-BAD_INPUT = (ValueError, KeyError, FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
+# Exceptions that mean "the input is wrong": ValueError covers DataError, SpecError, JSON, CSV and
+# release-format errors and unknown attribute names (UnknownAttributeError); the OSErrors are
+# paths that cannot be read or written. Anything else (a KeyError included) is an internal error.
+BAD_INPUT = (ValueError, FileNotFoundError, FileExistsError, IsADirectoryError, NotADirectoryError, PermissionError)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -58,6 +60,42 @@ def _names(text: str | None) -> list[str]:
     return [t.strip() for t in text.split(",") if t.strip()] if text else []
 
 
+def nonnegative_int(text: str) -> int:
+    """argparse type: an integer >= 0 (seeds)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid integer {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
+    return value
+
+
+def _same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
+    """Whether two paths name the same file (through links and relative paths; either may not exist)."""
+    try:
+        if os.path.exists(a) and os.path.exists(b):
+            return os.path.samefile(a, b)
+    except OSError:
+        pass
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def check_outputs(outputs: Sequence[tuple[str, Any]], inputs: Sequence[tuple[str, Any]]) -> None:
+    """Refuse, before any work, an output that would overwrite an input, two outputs that are the
+    same file, and an output that is a folder. Both lists hold (flag, path or None)."""
+    outputs = [(flag, p) for flag, p in outputs if p is not None]
+    for i, (flag, out) in enumerate(outputs):
+        for in_flag, source in inputs:
+            if source is not None and _same_file(out, source):
+                raise ValueError(f"{out}: the output {flag} would overwrite the input {in_flag}; write elsewhere")
+        for other_flag, other in outputs[:i]:
+            if _same_file(out, other):
+                raise ValueError(f"{out}: the outputs {other_flag} and {flag} are the same file")
+        if os.path.isdir(out):
+            raise ValueError(f"{out}: the output {flag} is a folder; give a file name")
+
+
 # --- synth -------------------------------------------------------------------------------------------
 
 
@@ -65,6 +103,8 @@ def _load_input(args: argparse.Namespace) -> tuple[Dataset, str, Any]:
     """(coded dataset, name, discretizer or None) from --data/--domain, --spec or a bundled set."""
     if args.data:
         name = Path(args.data).stem
+        if args.spec and args.domain:
+            raise ValueError("give --domain (a CSV of codes) or --spec (a CSV of raw values), not both")
         if args.spec:
             disc = Discretizer.load(args.spec)
             return disc.transform(_read_raw(args, disc)), name, disc
@@ -79,27 +119,39 @@ def _load_input(args: argparse.Namespace) -> tuple[Dataset, str, Any]:
     return load_bundled(args.dataset), args.dataset, None
 
 
+def _input_name(args: argparse.Namespace) -> str:
+    """The name `_load_input` will give the input (for the default output paths)."""
+    if args.data:
+        return Path(args.data).stem
+    return "demo" if data_dir() is None else args.dataset
+
+
 def _read_raw(args: argparse.Namespace, disc: Discretizer) -> pd.DataFrame:
     """The raw CSV of --data (header row, or the spec's column order with --no-header)."""
     names = list(disc.domain.attrs) if args.no_header else None
-    return pd.read_csv(args.data, header=None if args.no_header else "infer", names=names,
-                       skiprows=args.skip_rows, skipinitialspace=True)
+    return read_csv_file(args.data, header=None if args.no_header else "infer", names=names,
+                         skiprows=args.skip_rows, skipinitialspace=True)
 
 
 def _workload(args: argparse.Namespace, domain: Domain) -> Any:
     if not args.workload:
         return None
-    try:
-        raw = json.loads(Path(args.workload).read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{args.workload}: not valid JSON ({exc})") from None
+    raw = read_json(args.workload, "workload file")
     if not isinstance(raw, list):
         raise ValueError(f"{args.workload}: a workload file holds a JSON list of cliques or [clique, weight] pairs")
+    try:
+        normalize_workload(domain, raw)  # validated here so that the error names the file
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{args.workload}: {exc}") from None
     return raw  # cliques or [clique, weight] pairs: AIM's normalize_workload reads both
 
 
 def cmd_synth(args: argparse.Namespace) -> int:
     cdp_rho(args.epsilon, args.delta)  # validates the budget before any data is read
+    out_path = Path(args.out or f"results/{_input_name(args)}-eps{args.epsilon:g}-synthetic.csv")
+    release_path = Path(args.release or f"results/{_input_name(args)}-eps{args.epsilon:g}-release.npz")
+    check_outputs([("--out", out_path), ("--release", release_path)],
+                  [("--data", args.data), ("--domain", args.domain), ("--spec", args.spec), ("--workload", args.workload)])
     data, name, disc = _load_input(args)
     _note(args, f"{name}: {len(data):,} rows x {len(data.domain)} attributes")
     mechanism = AIM(
@@ -117,10 +169,9 @@ def cmd_synth(args: argparse.Namespace) -> int:
     synthetic = release.synthetic_data(args.rows, rng=np.random.default_rng([args.seed, 2]))
     out = synthetic if disc is None else disc.inverse_transform(synthetic, rng=np.random.default_rng([args.seed, 3]),
                                                                  numeric=args.decode)
-    out_path = Path(args.out or f"results/{name}-eps{args.epsilon:g}-synthetic.csv")
-    release_path = Path(args.release or f"results/{name}-eps{args.epsilon:g}-release.npz")
-    release.save(release_path)
-    write_text_atomic(out_path, out.to_csv(index=False))
+    with AtomicOutputs() as outputs:  # the release and the CSV: both or neither
+        release.save(outputs.stage(release_path))
+        write_text_atomic(outputs.stage(out_path), out.to_csv(index=False))
     print(f"AIM finished in {elapsed:.1f} s")
     print(release.summary())
     if args.evaluate:
@@ -155,6 +206,7 @@ def _fit_result(model: Any, args: argparse.Namespace, release: Release, exclude:
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
+    check_outputs([("--json", args.json)], [("--release", args.release)])
     release = Release.load(args.release)
     exclude = _names(args.exclude)
     if args.target in exclude:
@@ -240,14 +292,22 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def cmd_discretize(args: argparse.Namespace) -> int:
+    if args.decode:
+        out = Path(args.out or Path(args.decode).with_suffix("").as_posix() + "-decoded.csv")
+        check_outputs([("--out", out)], [("--decode", args.decode), ("--spec", args.spec)])
+    elif args.data and args.out_dir:
+        folder = Path(args.out_dir)
+        if folder.exists() and not folder.is_dir():
+            raise ValueError(f"{folder}: --out-dir names an existing file, not a folder")
+        check_outputs([("--out-dir", folder / n) for n in ("data.csv", "domain.json", "discretizer.json")],
+                      [("--data", args.data), ("--spec", args.spec)])
     disc = Discretizer.load(args.spec)
     if args.decode:
-        codes = pd.read_csv(args.decode)
+        codes = read_csv_file(args.decode)
         if args.numeric == "uniform" and args.seed is None:
             raise ValueError("--numeric uniform draws random values: give --seed")
         rng = np.random.default_rng(args.seed) if args.numeric == "uniform" else None
         readable = disc.inverse_transform(codes, rng=rng, numeric=args.numeric)
-        out = Path(args.out or Path(args.decode).with_suffix("").as_posix() + "-decoded.csv")
         write_text_atomic(out, readable.to_csv(index=False))
         print(f"decoded {len(readable):,} rows of {args.decode} into {out}")
         return 0
@@ -285,7 +345,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workload", help="JSON list of cliques or [clique, weight] pairs (default: all 2-way)")
     p.add_argument("--max-cells", type=int, default=10_000, help="default workload: 2-way marginals up to this size")
     p.add_argument("--max-model-size", type=float, default=80.0, help="MB (default 80)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=nonnegative_int, default=0)
     p.add_argument("--rows", type=int, help="synthetic rows (default: the release's estimated total)")
     p.add_argument("--out", help="synthetic CSV (default results/<name>-eps<eps>-synthetic.csv)")
     p.add_argument("--release", help="release file (default results/<name>-eps<eps>-release.npz)")
@@ -303,7 +363,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--decode", help="a CSV of codes (e.g. synthetic rows) to map back to readable values")
     p.add_argument("--numeric", choices=["interval", "uniform"], default="interval",
                    help="decoded numeric bins: interval strings or uniform samples (needs --seed)")
-    p.add_argument("--seed", type=int, help="seed for --numeric uniform")
+    p.add_argument("--seed", type=nonnegative_int, help="seed for --numeric uniform")
     p.add_argument("--out", help="decoded CSV (default <codes>-decoded.csv)")
     p.set_defaults(func=cmd_discretize)
 
@@ -338,7 +398,7 @@ def main(argv: list[str] | None = None) -> int:
     except BAD_INPUT as exc:
         if args.debug:
             raise
-        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        message = exc
         if isinstance(exc, OSError) and exc.filename is not None:
             message = f"{exc.filename}: {exc.strerror}"
         return _fail(message, 2)

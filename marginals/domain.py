@@ -103,7 +103,7 @@ class Domain:
     def load(cls, path: str | os.PathLike) -> "Domain":
         """Read a ``domain.json`` file (a JSON object attribute -> number of levels, in order).
         Sizes must be JSON integers (not ``1.5``, ``"3"`` or ``true``); a repeated key is refused."""
-        raw = read_json(path, "domain file (JSON)")
+        raw = read_json(path, "domain file")
         if not isinstance(raw, dict):
             raise ValueError(f"{path}: a domain file must hold a JSON object, got {type(raw).__name__}")
         try:
@@ -199,9 +199,9 @@ def _levels(attr: object, m: object) -> int:
     return levels
 
 
-def write_text_atomic(path: str | os.PathLike, text: str) -> None:
+def write_text_atomic(path: str | os.PathLike, text: str, mode: int | None = None) -> None:
     """Write ``text`` to ``path`` atomically (temporary file in the same folder, then rename)."""
-    write_bytes_atomic(path, text.encode("utf-8"))
+    write_bytes_atomic(path, text.encode("utf-8"), mode=mode)
 
 
 @functools.lru_cache(maxsize=1)

@@ -307,7 +307,10 @@ def cmd_discretize(args: argparse.Namespace) -> int:
         if args.numeric == "uniform" and args.seed is None:
             raise ValueError("--numeric uniform draws random values: give --seed")
         rng = np.random.default_rng(args.seed) if args.numeric == "uniform" else None
-        readable = disc.inverse_transform(codes, rng=rng, numeric=args.numeric)
+        try:
+            readable = disc.inverse_transform(codes, rng=rng, numeric=args.numeric)
+        except ValueError as exc:
+            raise ValueError(f"{args.decode}: {exc}") from None
         write_text_atomic(out, readable.to_csv(index=False))
         print(f"decoded {len(readable):,} rows of {args.decode} into {out}")
         return 0

@@ -23,6 +23,10 @@ import numpy as np
 MAX_LEVELS = 10_000_000
 
 
+#: largest JSON file (domain, spec, workload) read: these are small public descriptions.
+MAX_JSON_BYTES = 64 * 2**20
+
+
 class UnknownAttributeError(KeyError, ValueError):
     """A name that is not an attribute of the domain (bad input, not a programming error: it is
     a ValueError too, so callers that report bad input catch it)."""
@@ -33,16 +37,19 @@ class UnknownAttributeError(KeyError, ValueError):
 
 def _no_duplicate_keys(pairs: list[tuple[str, object]]) -> dict:
     """``object_pairs_hook`` for json: refuse an object that repeats a key."""
-    keys = [k for k, _ in pairs]
-    if len(set(keys)) != len(keys):
-        dup = sorted({k for k in keys if keys.count(k) > 1})
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        dup = sorted({k for k, _ in pairs if k in seen or seen.add(k)})
         raise ValueError(f"duplicate key(s) {dup}")
-    return dict(pairs)
+    return out
 
 
 def read_json(path: str | os.PathLike, what: str = "JSON file") -> object:
     """Parse a small JSON file; every problem (binary content, invalid JSON, a repeated key)
     is a ValueError whose message names the file."""
+    if os.path.getsize(path) > MAX_JSON_BYTES:
+        raise ValueError(f"{path}: not a {what} (larger than {MAX_JSON_BYTES // 2**20} MiB)")
     data = Path(path).read_bytes()
     if b"\x00" in data:
         raise ValueError(f"{path}: not a {what} (binary content)")
@@ -58,6 +65,8 @@ def read_json(path: str | os.PathLike, what: str = "JSON file") -> object:
         raise ValueError(f"{path}: not valid JSON ({exc})") from None
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from None
+    except RecursionError:
+        raise ValueError(f"{path}: not a {what} (nested too deeply)") from None
 
 
 @dataclass(frozen=True)

@@ -353,3 +353,12 @@ def test_spec_with_domain_is_refused(coded, raw, capsys, tmp_path):
     argv = ["synth", "--data", str(raw / "raw.csv"), "--spec", str(raw / "spec.json"), "--domain",
             str(folder / "domain.json"), "--out", str(tmp_path / "s.csv"), "--release", str(tmp_path / "r.npz")]
     _refused(capsys, argv, tmp_path, "give --domain (a CSV of codes) or --spec (a CSV of raw values), not both")
+
+
+def test_decode_errors_and_deeply_nested_json_name_the_file(raw, capsys, tmp_path):
+    (tmp_path / "codes.csv").write_text("age,paid\n99,0\n")
+    _refused(capsys, ["discretize", "--spec", str(raw / "spec.json"), "--decode", str(tmp_path / "codes.csv"),
+                      "--out", str(tmp_path / "o.csv")], tmp_path, f"{tmp_path / 'codes.csv'}: column 'age'")
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    _refused(capsys, ["discretize", "--spec", str(tmp_path / "deep.json"), "--decode", str(tmp_path / "codes.csv"),
+                      "--out", str(tmp_path / "o.csv")], tmp_path, f"{tmp_path / 'deep.json'}: not a discretization spec")

@@ -133,6 +133,11 @@ def check_header(header: Any, path: Any) -> dict:
         if not isinstance(header.get(key), kind):
             raise _fail(path, f"release header: {key!r} must be a JSON {kind.__name__}, "
                               f"got {type(header.get(key)).__name__}")
+    for r in header["rounds"]:
+        if not isinstance(r, dict) or not all(_number(r[k]) for k in ("seconds",) if k in r):
+            raise _fail(path, f"release header: each round must be a JSON object (with numeric seconds), got {r!r:.80}")
+    if not isinstance(header["config"].get("workload", []), list):
+        raise _fail(path, "release header: config workload must be a JSON list")
     try:
         domain = Domain.from_dict(header["domain"])
     except ValueError as exc:

@@ -194,3 +194,11 @@ def test_cli_reports_a_crafted_release_in_one_line_exit_2(good, tmp_path, capsys
         err = capsys.readouterr().err.strip()
         assert err.count("\n") == 0 and f"{bad}: config (epsilon=5" in err
     assert not (tmp_path / "coef.json").exists()
+
+
+def test_rounds_and_config_types_are_checked(good, tmp_path, capsys):
+    bad = _tamper(good, tmp_path, rounds=[1, 2])
+    assert "each round must be a JSON object" in _load_error(bad)
+    assert "config workload must be a JSON list" in _load_error(_tamper(good, tmp_path, config__workload=3))
+    assert main(["inspect", str(bad)]) == 2  # would have been an internal error (exit 1) in the report
+    capsys.readouterr()

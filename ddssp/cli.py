@@ -3,7 +3,9 @@ regression from a release alone), ``inspect`` (what a release holds and what it 
 ``discretize`` (raw table -> integer codes with a public spec, and back).
 
 Exit codes: 0 ok, 2 bad input (one line on stderr, no traceback), 1 internal error. ``--debug``
-shows the traceback. Progress goes to stderr; ``--quiet`` silences it. Files are written atomically.
+shows the traceback. Progress goes to stderr; ``--quiet`` silences it. Files are written atomically;
+an output that would overwrite an input is refused before any work; outputs made of several files
+(``synth``, ``discretize``) are all-or-nothing; coded data derived from private rows is ``0600``.
 It lives in ``ddssp`` because it is the end of the import chain (it needs marginals, aim and ddssp).
 """
 
@@ -21,9 +23,8 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from aim import AIM, Release, all_k_way, workload_error
+from aim import AIM, Release, all_k_way, normalize_workload, workload_error
 from marginals.data import data_dir, demo_dataset, load_bundled
-from aim.workload import normalize_workload
 from marginals.dataset import Dataset, read_csv_file
 from marginals.discretize import Discretizer
 from marginals.domain import AtomicOutputs, Domain, read_json, write_text_atomic

@@ -206,6 +206,10 @@ def _fit_result(model: Any, args: argparse.Namespace, release: Release, exclude:
     return result
 
 
+def _g(value: float | None) -> str:
+    return "unknown" if value is None else f"{value:g}"  # a release built by hand may lack (eps, delta)
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
     check_outputs([("--json", args.json)], [("--release", args.release)])
     release = Release.load(args.release)
@@ -230,8 +234,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
         _note(args, f"warning: {' '.join(str(w.message).split())}")
     result = _fit_result(model, args, release, exclude)
     print(
-        f"DD-SSP {args.model} regression of {args.target!r} from {args.release} (release: eps={release.epsilon:g}, "
-        f"delta={release.delta:g}; fitting spends no further privacy)"
+        f"DD-SSP {args.model} regression of {args.target!r} from {args.release} (release: eps={_g(release.epsilon)}, "
+        f"delta={_g(release.delta)}; fitting spends no further privacy)"
     )
     width = max(len(n) for n in result["features"] + ["intercept"])
     for feature, coef in zip(result["features"], result["coef"]):

@@ -202,3 +202,14 @@ def test_rounds_and_config_types_are_checked(good, tmp_path, capsys):
     assert "config workload must be a JSON list" in _load_error(_tamper(good, tmp_path, config__workload=3))
     assert main(["inspect", str(bad)]) == 2  # would have been an internal error (exit 1) in the report
     capsys.readouterr()
+
+
+def test_fit_on_a_release_without_epsilon_in_its_config(good, tmp_path, capsys):
+    base = _arrays(good)
+    header = json.loads(str(base["header"]))
+    header["config"] = {}
+    path = tmp_path / "bare.npz"
+    _write(path, header, base)
+    assert Release.load(path).epsilon is None
+    assert main(["fit", "--release", str(path), "--target", "income"]) == 0
+    assert "eps=unknown" in capsys.readouterr().out

@@ -11,6 +11,7 @@ import functools
 import json
 import math
 import os
+import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -313,7 +314,10 @@ class AtomicOutputs:
                 backup = None
                 if final.exists():
                     backup = final.with_name(f".{final.name}.{os.getpid()}.old")
-                    os.link(final, backup)  # the old file stays in place until the rename
+                    try:
+                        os.link(final, backup)  # the old file stays in place until the rename
+                    except OSError:  # a file system without hard links
+                        shutil.copy2(final, backup)
                 done.append((final, backup))
                 os.replace(tmp, final)
         except BaseException:

@@ -28,12 +28,11 @@ from marginals.privacy import Accountant
 from marginals.randomness import sampling_rng
 from pgm.model import Model
 
+from . import release_checks
+from .release_checks import ReleaseFormatError
+
 FORMAT = "dp-marginals-release"
 VERSION = 2  # 1 stored the seed that undoes the noise: such files are refused
-
-
-class ReleaseFormatError(ValueError):
-    """A file that is not a readable release: wrong format or version, truncated or corrupt."""
 
 
 class NotPrivateWarning(UserWarning):
@@ -109,7 +108,9 @@ class Release:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Release":
-        """Read a file written by `save` (checks the format name and version)."""
+        """Read a file written by `save`. Checks the format name and version, then everything a
+        foreign or crafted file could get wrong before allocating (see `aim.release_checks`);
+        any problem is a `ReleaseFormatError` naming the file."""
         try:
             return cls._read(path)
         except (ReleaseFormatError, FileNotFoundError, IsADirectoryError, PermissionError):
@@ -119,10 +120,8 @@ class Release:
 
     @classmethod
     def _read(cls, path: str | os.PathLike) -> "Release":
-        with np.load(path, allow_pickle=False) as npz:
-            if "header" not in npz.files:
-                raise ReleaseFormatError(f"{path}: not a release file (no header)")
-            header = json.loads(str(npz["header"]))
+        with release_checks.open_archive(path) as npz:
+            header = release_checks.read_header(npz, path)
             if not isinstance(header, dict) or header.get("format") != FORMAT:
                 found = header.get("format") if isinstance(header, dict) else None
                 raise ReleaseFormatError(f"{path}: not a release file (format {found!r})")
@@ -131,15 +130,21 @@ class Release:
                 raise ReleaseFormatError(
                     f"{path}: release format version {header.get('version')} is not supported (expected {VERSION}){hint}"
                 )
-            domain = Domain.from_dict(header["domain"])
+            checked = release_checks.check_header(header, path)
+            domain = checked["domain"]
             measurements = [
-                Measurement(tuple(m["clique"]), npz[f"measurement_{i}"], m["sigma"])
-                for i, m in enumerate(header["measurements"])
+                Measurement(c, release_checks.read_array(npz, f"measurement_{i}", path, domain.project(c).shape), sigma)
+                for i, (c, sigma) in enumerate(zip(checked["measured"], checked["sigmas"]))
             ]
-            cliques = [tuple(c) for c in header["model"]["cliques"]]
-            potentials = [npz[f"potential_{i}"] for i in range(len(cliques))]
-        model = Model(domain, cliques, potentials, header["model"]["total"], info=header["model"]["info"])
-        private = header["private"]
+            cliques = checked["cliques"]
+            potentials = [
+                release_checks.read_array(npz, f"potential_{i}", path, domain.project(c).shape)
+                for i, c in enumerate(cliques)
+            ]
+        for c, p in zip(cliques, potentials):
+            release_checks.check_potential(p, c, path)
+        model = Model(domain, cliques, potentials, checked["total"], info=checked["info"])
+        private = header.get("private")
         if not isinstance(private, bool):
             raise ReleaseFormatError(f"{path}: header field 'private' must be true or false, got {private!r}")
         if not private:
@@ -153,7 +158,7 @@ class Release:
             domain=domain,
             measurements=measurements,
             model=model,
-            ledger=Accountant.from_dict(header["ledger"]),
+            ledger=checked["ledger"],
             rounds=header["rounds"],
             config=header["config"],
             private=private,

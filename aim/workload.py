@@ -17,6 +17,10 @@ from marginals.domain import Domain
 Clique = tuple[str, ...]
 Workload = list[tuple[Clique, float]]
 
+#: largest workload weight accepted. Weights are relative (only their ratios matter); a larger
+#: one is a mistake, and sums of such weights overflow in the candidate scores.
+MAX_WEIGHT = 1e9
+
 
 def _sort_key(domain: Domain, clique: Clique) -> tuple:
     return (len(clique), [domain.attrs.index(a) for a in clique])
@@ -47,7 +51,12 @@ def normalize_workload(domain: Domain, workload: Iterable[tuple[Sequence[str], f
         weight = float(weight)
         if not weight > 0:
             raise ValueError(f"workload weight of {clique} must be > 0, got {weight}")
+        if not weight <= MAX_WEIGHT:
+            raise ValueError(f"workload weight of {clique} must be a finite number <= {MAX_WEIGHT:g} "
+                             f"(weights are relative), got {weight:g}")
         merged[clique] = merged.get(clique, 0.0) + weight
+        if not merged[clique] <= MAX_WEIGHT:
+            raise ValueError(f"workload weights of {clique} add up to {merged[clique]:g}, more than {MAX_WEIGHT:g}")
     if not merged:
         raise ValueError("the workload is empty")
     return sorted(merged.items(), key=lambda cw: _sort_key(domain, cw[0]))

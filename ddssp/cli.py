@@ -3,7 +3,9 @@ regression from a release alone), ``inspect`` (what a release holds and what it 
 ``discretize`` (raw table -> integer codes with a public spec, and back).
 
 Exit codes: 0 ok, 2 bad input (one line on stderr, no traceback), 1 internal error. ``--debug``
-shows the traceback. Progress goes to stderr; ``--quiet`` silences it. Files are written atomically.
+shows the traceback. Progress goes to stderr; ``--quiet`` silences it. Files are written atomically;
+an output that would overwrite an input is refused before any work; outputs made of several files
+(``synth``, ``discretize``) are all-or-nothing; coded data derived from private rows is ``0600``.
 It lives in ``ddssp`` because it is the end of the import chain (it needs marginals, aim and ddssp).
 """
 
@@ -21,12 +23,12 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from aim import AIM, Release, all_k_way, workload_error
+from aim import AIM, Release, all_k_way, normalize_workload, workload_error
 from aim.release import NotPrivateWarning
 from marginals.data import data_dir, demo_dataset, load_bundled
-from marginals.dataset import Dataset
+from marginals.dataset import Dataset, read_csv_file
 from marginals.discretize import Discretizer
-from marginals.domain import Domain, write_text_atomic
+from marginals.domain import AtomicOutputs, Domain, read_json, write_text_atomic
 from marginals.privacy import cdp_rho
 from marginals.randomness import sampling_rng
 
@@ -34,9 +36,10 @@ from .encoding import categorical_preset
 from .estimators import DDSSPLinearRegression, DDSSPLogisticRegression
 
 PROG = "dp-marginals"
-# Exceptions that mean "the input is wrong" (ValueError covers DataError, JSON, CSV-parse and
-# release-format errors); anything else is an internal error.
-BAD_INPUT = (ValueError, KeyError, FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
+# Exceptions that mean "the input is wrong": ValueError covers DataError, SpecError, JSON, CSV and
+# release-format errors and unknown attribute names (UnknownAttributeError); the OSErrors are
+# paths that cannot be read or written. Anything else (a KeyError included) is an internal error.
+BAD_INPUT = (ValueError, FileNotFoundError, FileExistsError, IsADirectoryError, NotADirectoryError, PermissionError)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -60,6 +63,42 @@ def _names(text: str | None) -> list[str]:
     return [t.strip() for t in text.split(",") if t.strip()] if text else []
 
 
+def nonnegative_int(text: str) -> int:
+    """argparse type: an integer >= 0 (seeds)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid integer {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
+    return value
+
+
+def _same_file(a: str | os.PathLike, b: str | os.PathLike) -> bool:
+    """Whether two paths name the same file (through links and relative paths; either may not exist)."""
+    try:
+        if os.path.exists(a) and os.path.exists(b):
+            return os.path.samefile(a, b)
+    except OSError:
+        pass
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def check_outputs(outputs: Sequence[tuple[str, Any]], inputs: Sequence[tuple[str, Any]]) -> None:
+    """Refuse, before any work, an output that would overwrite an input, two outputs that are the
+    same file, and an output that is a folder. Both lists hold (flag, path or None)."""
+    outputs = [(flag, p) for flag, p in outputs if p is not None]
+    for i, (flag, out) in enumerate(outputs):
+        for in_flag, source in inputs:
+            if source is not None and _same_file(out, source):
+                raise ValueError(f"{out}: the output {flag} would overwrite the input {in_flag}; write elsewhere")
+        for other_flag, other in outputs[:i]:
+            if _same_file(out, other):
+                raise ValueError(f"{out}: the outputs {other_flag} and {flag} are the same file")
+        if os.path.isdir(out):
+            raise ValueError(f"{out}: the output {flag} is a folder; give a file name")
+
+
 # --- synth -------------------------------------------------------------------------------------------
 
 
@@ -67,6 +106,8 @@ def _load_input(args: argparse.Namespace) -> tuple[Dataset, str, Any]:
     """(coded dataset, name, discretizer or None) from --data/--domain, --spec or a bundled set."""
     if args.data:
         name = Path(args.data).stem
+        if args.spec and args.domain:
+            raise ValueError("give --domain (a CSV of codes) or --spec (a CSV of raw values), not both")
         if args.spec:
             disc = Discretizer.load(args.spec)
             return disc.transform(_read_raw(args, disc)), name, disc
@@ -81,27 +122,39 @@ def _load_input(args: argparse.Namespace) -> tuple[Dataset, str, Any]:
     return load_bundled(args.dataset), args.dataset, None
 
 
+def _input_name(args: argparse.Namespace) -> str:
+    """The name `_load_input` will give the input (for the default output paths)."""
+    if args.data:
+        return Path(args.data).stem
+    return "demo" if data_dir() is None else args.dataset
+
+
 def _read_raw(args: argparse.Namespace, disc: Discretizer) -> pd.DataFrame:
     """The raw CSV of --data (header row, or the spec's column order with --no-header)."""
     names = list(disc.domain.attrs) if args.no_header else None
-    return pd.read_csv(args.data, header=None if args.no_header else "infer", names=names,
-                       skiprows=args.skip_rows, skipinitialspace=True)
+    return read_csv_file(args.data, header=None if args.no_header else "infer", names=names,
+                         skiprows=args.skip_rows, skipinitialspace=True)
 
 
 def _workload(args: argparse.Namespace, domain: Domain) -> Any:
     if not args.workload:
         return None
-    try:
-        raw = json.loads(Path(args.workload).read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{args.workload}: not valid JSON ({exc})") from None
+    raw = read_json(args.workload, "workload file")
     if not isinstance(raw, list):
         raise ValueError(f"{args.workload}: a workload file holds a JSON list of cliques or [clique, weight] pairs")
+    try:
+        normalize_workload(domain, raw)  # validated here so that the error names the file
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{args.workload}: {exc}") from None
     return raw  # cliques or [clique, weight] pairs: AIM's normalize_workload reads both
 
 
 def cmd_synth(args: argparse.Namespace) -> int:
     cdp_rho(args.epsilon, args.delta)  # validates the budget before any data is read
+    out_path = Path(args.out or f"results/{_input_name(args)}-eps{args.epsilon:g}-synthetic.csv")
+    release_path = Path(args.release or f"results/{_input_name(args)}-eps{args.epsilon:g}-release.npz")
+    check_outputs([("--out", out_path), ("--release", release_path)],
+                  [("--data", args.data), ("--domain", args.domain), ("--spec", args.spec), ("--workload", args.workload)])
     data, name, disc = _load_input(args)
     _note(args, f"{name}: {len(data):,} rows x {len(data.domain)} attributes")
     mechanism = AIM(
@@ -119,10 +172,9 @@ def cmd_synth(args: argparse.Namespace) -> int:
     rows_rng = sampling_rng(args.sample_seed)  # post-processing of the public model: a seed is safe here
     synthetic = release.synthetic_data(args.rows, rng=rows_rng)
     out = synthetic if disc is None else disc.inverse_transform(synthetic, rng=rows_rng, numeric=args.decode)
-    out_path = Path(args.out or f"results/{name}-eps{args.epsilon:g}-synthetic.csv")
-    release_path = Path(args.release or f"results/{name}-eps{args.epsilon:g}-release.npz")
-    release.save(release_path)
-    write_text_atomic(out_path, out.to_csv(index=False))
+    with AtomicOutputs() as outputs:  # the release and the CSV: both or neither
+        release.save(outputs.stage(release_path))
+        write_text_atomic(outputs.stage(out_path), out.to_csv(index=False))
     print(f"AIM finished in {elapsed:.1f} s")
     print(release.summary())
     if args.evaluate:
@@ -169,7 +221,12 @@ def _load_release(path: str) -> Release:
     return release
 
 
+def _g(value: float | None) -> str:
+    return "unknown" if value is None else f"{value:g}"  # a release built by hand may lack (eps, delta)
+
+
 def cmd_fit(args: argparse.Namespace) -> int:
+    check_outputs([("--json", args.json)], [("--release", args.release)])
     release = _load_release(args.release)
     exclude = _names(args.exclude)
     if args.target in exclude:
@@ -192,8 +249,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
         _note(args, f"warning: {' '.join(str(w.message).split())}")
     result = _fit_result(model, args, release, exclude)
     print(
-        f"DD-SSP {args.model} regression of {args.target!r} from {args.release} (release: eps={release.epsilon:g}, "
-        f"delta={release.delta:g}; fitting spends no further privacy)"
+        f"DD-SSP {args.model} regression of {args.target!r} from {args.release} (release: eps={_g(release.epsilon)}, "
+        f"delta={_g(release.delta)}; fitting spends no further privacy)"
     )
     width = max(len(n) for n in result["features"] + ["intercept"])
     for feature, coef in zip(result["features"], result["coef"]):
@@ -255,14 +312,25 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 
 
 def cmd_discretize(args: argparse.Namespace) -> int:
+    if args.decode:
+        out = Path(args.out or Path(args.decode).with_suffix("").as_posix() + "-decoded.csv")
+        check_outputs([("--out", out)], [("--decode", args.decode), ("--spec", args.spec)])
+    elif args.data and args.out_dir:
+        folder = Path(args.out_dir)
+        if folder.exists() and not folder.is_dir():
+            raise ValueError(f"{folder}: --out-dir names an existing file, not a folder")
+        check_outputs([("--out-dir", folder / n) for n in ("data.csv", "domain.json", "discretizer.json")],
+                      [("--data", args.data), ("--spec", args.spec)])
     disc = Discretizer.load(args.spec)
     if args.decode:
-        codes = pd.read_csv(args.decode)
+        codes = read_csv_file(args.decode)
         if args.numeric == "uniform" and args.seed is None:
             raise ValueError("--numeric uniform draws random values: give --seed")
         rng = np.random.default_rng(args.seed) if args.numeric == "uniform" else None
-        readable = disc.inverse_transform(codes, rng=rng, numeric=args.numeric)
-        out = Path(args.out or Path(args.decode).with_suffix("").as_posix() + "-decoded.csv")
+        try:
+            readable = disc.inverse_transform(codes, rng=rng, numeric=args.numeric)
+        except ValueError as exc:
+            raise ValueError(f"{args.decode}: {exc}") from None
         write_text_atomic(out, readable.to_csv(index=False))
         print(f"decoded {len(readable):,} rows of {args.decode} into {out}")
         return 0
@@ -300,10 +368,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workload", help="JSON list of cliques or [clique, weight] pairs (default: all 2-way)")
     p.add_argument("--max-cells", type=int, default=10_000, help="default workload: 2-way marginals up to this size")
     p.add_argument("--max-model-size", type=float, default=80.0, help="MB (default 80)")
-    p.add_argument("--insecure-seed", type=int, default=None,
+    p.add_argument("--insecure-seed", type=nonnegative_int, default=None,
                    help="TESTS/BENCHMARKS ONLY: seed the noise; anyone who knows it can undo the noise, and the "
                         "release is marked not private (default: the OS's secure source, nothing to seed)")
-    p.add_argument("--sample-seed", type=int, default=None,
+    p.add_argument("--sample-seed", type=nonnegative_int, default=None,
                    help="seed for drawing the synthetic rows from the released model (post-processing: safe)")
     p.add_argument("--rows", type=int, help="synthetic rows (default: the release's estimated total)")
     p.add_argument("--out", help="synthetic CSV (default results/<name>-eps<eps>-synthetic.csv)")
@@ -322,7 +390,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--decode", help="a CSV of codes (e.g. synthetic rows) to map back to readable values")
     p.add_argument("--numeric", choices=["interval", "uniform"], default="interval",
                    help="decoded numeric bins: interval strings or uniform samples (needs --seed)")
-    p.add_argument("--seed", type=int, help="seed for --numeric uniform")
+    p.add_argument("--seed", type=nonnegative_int, help="seed for --numeric uniform")
     p.add_argument("--out", help="decoded CSV (default <codes>-decoded.csv)")
     p.set_defaults(func=cmd_discretize)
 
@@ -357,7 +425,7 @@ def main(argv: list[str] | None = None) -> int:
     except BAD_INPUT as exc:
         if args.debug:
             raise
-        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        message = exc
         if isinstance(exc, OSError) and exc.filename is not None:
             message = f"{exc.filename}: {exc.strerror}"
         return _fail(message, 2)

@@ -118,6 +118,39 @@ def check_columns(names: Iterable[object], domain: Domain, weight_column: str | 
     return columns
 
 
+def read_csv_file(path: str | os.PathLike, **read_csv_kwargs) -> pd.DataFrame:
+    """``pandas.read_csv`` with every problem of the file itself reported as a `DataError` that
+    names the file: empty, binary or non-UTF-8 content, unparsable rows, and (with a header row)
+    repeated column names, which pandas would silently rename ``age``, ``age.1``."""
+    with open(path, "rb") as fh:
+        head = fh.read(1 << 16)
+    if not head.strip():
+        raise DataError(f"{path}: empty file (expected a CSV with a header row)")
+    if b"\x00" in head:
+        raise DataError(f"{path}: not a CSV file (binary content)")
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 4:  # not just a character cut at the end of the sample
+            raise DataError(f"{path}: not a CSV file (not UTF-8 text at byte {exc.start})") from None
+    try:
+        if read_csv_kwargs.get("header", "infer") is not None and read_csv_kwargs.get("names") is None:
+            first = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False,
+                                skiprows=read_csv_kwargs.get("skiprows"),
+                                skipinitialspace=read_csv_kwargs.get("skipinitialspace", False))
+            names = [str(v) for v in first.iloc[0]] if len(first) else []
+            if len(set(names)) != len(names):
+                dup = sorted({c for c in names if names.count(c) > 1})
+                raise DataError(f"{path}: duplicate column(s) {dup}")
+        return pd.read_csv(path, **read_csv_kwargs)
+    except pd.errors.EmptyDataError:
+        raise DataError(f"{path}: empty file (no columns to read)") from None
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: not a CSV file (not UTF-8 text at byte {exc.start})") from None
+    except pd.errors.ParserError as exc:
+        raise DataError(f"{path}: not a readable CSV file ({' '.join(str(exc).split())})") from None
+
+
 class Dataset:
     """An integer-coded table whose columns follow a `Domain`.
 
@@ -154,9 +187,12 @@ class Dataset:
 
     @classmethod
     def from_csv(cls, path: str | os.PathLike, domain: Domain, **read_csv_kwargs) -> "Dataset":
-        """Read a CSV with a header row; columns may come in any order."""
-        df = pd.read_csv(path, **read_csv_kwargs)
-        return cls(df, domain)
+        """Read a CSV with a header row; columns may come in any order. Errors name the file."""
+        df = read_csv_file(path, **read_csv_kwargs)
+        try:
+            return cls(df, domain)
+        except DataError as exc:
+            raise DataError(f"{path}: {exc}") from None
 
     @classmethod
     def from_codes(cls, codes: Iterable[np.ndarray], domain: Domain) -> "Dataset":

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from .dataset import DataError, Dataset, _example, code_dtype
-from .domain import Domain, write_text_atomic
+from .domain import PRIVATE_MODE, AtomicOutputs, Domain, read_json, write_text_atomic
 
 UNSEEN_OPTIONS = ("error", "other")
 MISSING_OPTIONS = ("error", "level")
@@ -317,13 +317,15 @@ class Discretizer:
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Discretizer":
-        """Read a spec JSON file."""
+        """Read a spec JSON file (errors name the file; a repeated key is refused)."""
         try:
-            with open(path, encoding="utf-8") as fh:
-                spec = json.load(fh)
-        except json.JSONDecodeError as exc:
-            raise SpecError(f"{path}: not valid JSON ({exc})") from None
-        return cls(spec)
+            spec = read_json(path, "discretization spec")
+        except ValueError as exc:
+            raise SpecError(str(exc)) from None
+        try:
+            return cls(spec)
+        except SpecError as exc:
+            raise SpecError(f"{path}: {exc}") from None
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the spec as JSON (atomic)."""
@@ -411,10 +413,15 @@ class Discretizer:
 
     def write(self, df: pd.DataFrame, folder: str | os.PathLike, name: str = "data.csv", extra: str = "error") -> dict:
         """Transform ``df`` and write ``domain.json``, the coded CSV ``name`` and the spec
-        ``discretizer.json`` into ``folder`` (each atomically); return the (private) report."""
+        ``discretizer.json`` into ``folder``, all or nothing (if any part fails, none is written
+        and a folder created for them is removed); return the (private) report. The coded CSV
+        is derived from private rows: it is created ``0600`` (owner only), whatever the umask."""
         ds = self.transform(df, extra=extra)
         folder = Path(folder)
-        write_text_atomic(folder / name, ds.to_df().to_csv(index=False))
-        self.domain.save(folder / "domain.json")
-        self.save(folder / "discretizer.json")
+        if folder.exists() and not folder.is_dir():
+            raise ValueError(f"{folder}: exists and is not a folder")
+        with AtomicOutputs() as out:
+            write_text_atomic(out.stage(folder / name), ds.to_df().to_csv(index=False), mode=PRIVATE_MODE)
+            self.domain.save(out.stage(folder / "domain.json"))
+            self.save(out.stage(folder / "discretizer.json"))
         return self.last_report

@@ -7,7 +7,9 @@ Differential Privacy", Prop. 12 / Cor. 13): a rho-zCDP mechanism is (eps, delta)
 
 The log of the objective is strictly convex in alpha, so its minimiser is the root of the
 derivative (2 alpha - 1) rho - eps + log(1 - 1/alpha), found with Brent's method to machine
-precision. `cdp_rho` and `cdp_eps` invert `cdp_delta` the same way.
+precision (searched over log(alpha - 1), so tiny rho converges too). `cdp_rho` and `cdp_eps`
+invert it in log space (`cdp_log_delta`), so deltas down to the smallest floats are exact;
+epsilon above `MAX_EPSILON` is refused (rho would overflow).
 
 `Accountant` is the one ledger every noisy release goes through. Charges (sequential
 composition in zCDP): Gaussian mechanism Delta^2 / (2 sigma^2), exponential mechanism
@@ -25,49 +27,82 @@ from scipy.optimize import brentq
 BUDGET_RTOL = 1e-9
 
 
-def _log_delta(rho: float, eps: float, alpha: float) -> float:
-    return (alpha - 1) * (alpha * rho - eps) + alpha * math.log1p(-1.0 / alpha) - math.log(alpha - 1)
+#: largest epsilon the conversions accept: beyond it rho no longer fits in a float (and no
+#: meaningful privacy is left anyway).
+MAX_EPSILON = 1e100
+
+#: alpha - 1 is searched in [_AM1_LO, _AM1_HI] (on a log scale, so any rho > 0 converges).
+_AM1_LO, _AM1_HI = 1e-12, 1e150
 
 
-def cdp_delta(rho: float, eps: float) -> float:
-    """Smallest delta such that rho-zCDP implies (eps, delta)-DP (tight CKS20 conversion)."""
+def _log_delta_am1(rho: float, eps: float, am1: float) -> float:
+    """log of the CKS20 bound at alpha = 1 + am1, written in am1 so that it stays exact near alpha = 1:
+    (a-1)(a rho - eps) + a log(1 - 1/a) - log(a-1) = am1 (a rho - eps) - log(am1) - a log1p(1/am1)
+    (no cancellation between large terms for large alpha either)."""
+    alpha = 1.0 + am1
+    return am1 * (alpha * rho - eps) - math.log(am1) - alpha * math.log1p(1.0 / am1)
+
+
+def cdp_log_delta(rho: float, eps: float) -> float:
+    """log of `cdp_delta` (-inf for rho = 0), computed without leaving log space, so it is exact
+    for deltas far below the smallest float (used by `cdp_rho` and `cdp_eps`)."""
     rho, eps = float(rho), float(eps)
     if rho < 0 or eps < 0 or not (math.isfinite(rho) and math.isfinite(eps)):
         raise ValueError(f"cdp_delta needs finite rho >= 0 and eps >= 0, got rho={rho}, eps={eps}")
     if rho == 0:
-        return 0.0
+        return -math.inf
 
-    def slope(alpha: float) -> float:
-        return (2 * alpha - 1) * rho - eps + math.log1p(-1.0 / alpha)
+    def slope(log_am1: float) -> float:  # derivative of the log bound in alpha, at alpha = 1 + exp(log_am1)
+        am1 = math.exp(log_am1)
+        return (1 + 2 * am1) * rho - eps - math.log1p(1.0 / am1)  # log(am1) - log(1 + am1)
 
-    lo = 1.0 + 1e-12  # slope -> -inf as alpha -> 1, so the root usually lies above lo
+    lo, top = math.log(_AM1_LO), math.log(_AM1_HI)
     if slope(lo) >= 0:
         # rho - eps > ~27: the minimiser is within 1e-12 of alpha = 1, where the bound tends to 1;
         # the value at lo is a valid (and essentially tight) delta.
-        return min(1.0, math.exp(_log_delta(rho, eps, lo)))
-    hi = max(2.0, (eps + 1) / (2 * rho) + 2)
-    while slope(hi) <= 0:
-        hi *= 2
-    alpha = brentq(slope, lo, hi, xtol=1e-15, rtol=1e-15, maxiter=500)
-    return min(1.0, math.exp(_log_delta(rho, eps, alpha)))
+        return min(0.0, _log_delta_am1(rho, eps, _AM1_LO))
+    hi = math.log(max(1.0, (eps + 1) / (2 * rho) + 1)) if (eps + 1) / (2 * rho) < _AM1_HI else top
+    while hi < top and slope(hi) <= 0:
+        hi = min(top, hi + math.log(2.0))
+    if slope(hi) <= 0:  # the minimiser lies beyond alpha ~ 1e150: the bound there is already ~0
+        return min(0.0, _log_delta_am1(rho, eps, _AM1_HI))
+    log_am1 = brentq(slope, lo, hi, xtol=1e-15, rtol=1e-15, maxiter=500)
+    return min(0.0, _log_delta_am1(rho, eps, math.exp(log_am1)))
+
+
+def cdp_delta(rho: float, eps: float) -> float:
+    """Smallest delta such that rho-zCDP implies (eps, delta)-DP (tight CKS20 conversion)."""
+    return math.exp(cdp_log_delta(rho, eps))
+
+
+def _check_epsilon(eps: float) -> float:
+    eps = float(eps)
+    if not (eps > 0 and math.isfinite(eps)):
+        raise ValueError(f"epsilon must be a finite number > 0, got {eps}")
+    if eps > MAX_EPSILON:
+        raise ValueError(f"epsilon must be at most {MAX_EPSILON:g}, got {eps:g}")
+    return eps
+
+
+def _check_delta(delta: float) -> float:
+    delta = float(delta)
+    if not (0 < delta < 1):
+        raise ValueError(f"delta must lie in (0, 1), got {delta}")
+    return delta
 
 
 def cdp_rho(eps: float, delta: float) -> float:
     """Largest rho such that rho-zCDP implies (eps, delta)-DP."""
-    eps, delta = float(eps), float(delta)
-    if not (eps > 0 and math.isfinite(eps)):
-        raise ValueError(f"epsilon must be a finite number > 0, got {eps}")
-    if not (0 < delta < 1):
-        raise ValueError(f"delta must lie in (0, 1), got {delta}")
+    eps, delta = _check_epsilon(eps), _check_delta(delta)
+    log_delta = math.log(delta)
     # delta(rho) increases from 0 (rho -> 0) to 1: bracket the crossing, then solve in log space.
     hi = eps + 1.0
-    while cdp_delta(hi, eps) <= delta:
+    while cdp_log_delta(hi, eps) <= log_delta:
         hi *= 2
     lo = hi / 2
-    while cdp_delta(lo, eps) > delta:
+    while cdp_log_delta(lo, eps) > log_delta:
         lo /= 2
-    f = lambda r: math.log(max(cdp_delta(r, eps), 1e-300)) - math.log(delta)
-    rho = brentq(f, lo, hi, xtol=1e-300, rtol=1e-15, maxiter=500)
+    rho = brentq(lambda r: cdp_log_delta(r, eps) - log_delta, lo, hi, xtol=1e-300, rtol=1e-15, maxiter=500)
     while cdp_delta(rho, eps) > delta:  # round toward safety: never report a rho that breaks delta
         rho = math.nextafter(rho, 0.0)
     return rho
@@ -75,18 +110,18 @@ def cdp_rho(eps: float, delta: float) -> float:
 
 def cdp_eps(rho: float, delta: float) -> float:
     """Smallest eps such that rho-zCDP implies (eps, delta)-DP."""
-    rho, delta = float(rho), float(delta)
+    rho, delta = float(rho), _check_delta(delta)
     if rho < 0 or not math.isfinite(rho):
         raise ValueError(f"rho must be a finite number >= 0, got {rho}")
-    if not (0 < delta < 1):
-        raise ValueError(f"delta must lie in (0, 1), got {delta}")
     if rho == 0:
         return 0.0
-    hi = rho + 2 * math.sqrt(rho * math.log(1 / delta))  # the classic bound: always sufficient
-    if cdp_delta(rho, 0.0) <= delta:
+    log_delta = math.log(delta)
+    if cdp_log_delta(rho, 0.0) <= log_delta:
         return 0.0
-    f = lambda e: math.log(max(cdp_delta(rho, e), 1e-300)) - math.log(delta)
-    eps = brentq(f, 0.0, hi, xtol=1e-300, rtol=1e-15, maxiter=500)
+    hi = rho + 2 * math.sqrt(rho * math.log(1 / delta))  # the classic bound: always sufficient
+    while cdp_log_delta(rho, hi) > log_delta:  # (guards rounding in the classic bound)
+        hi *= 2
+    eps = brentq(lambda e: cdp_log_delta(rho, e) - log_delta, 0.0, hi, xtol=1e-300, rtol=1e-15, maxiter=500)
     while cdp_delta(rho, eps) > delta:  # round toward safety: the reported eps must hold
         eps = math.nextafter(eps, math.inf)
     return eps

@@ -95,6 +95,14 @@ class _Loss:
         return loss, grads
 
 
+def _step(new: np.ndarray, old: np.ndarray) -> np.ndarray:
+    """new - old for the momentum term, 0 where both are -inf (structural zeros from a warm start:
+    -inf - -inf would be NaN and poison every later iterate)."""
+    with np.errstate(invalid="ignore"):
+        diff = new - old
+    return np.where(np.isnan(diff) & np.isneginf(old), 0.0, diff)
+
+
 def estimate(
     domain: Domain,
     measurements: Sequence[Measurement],
@@ -174,7 +182,7 @@ def estimate(
         cand_loss, cand_grads = loss_fn(cand_mu)
         decrease = sum(float(np.vdot(g, m - c)) for g, m, c in zip(grads, mu, cand_mu))
         if loss - cand_loss >= armijo * decrease and cand_loss <= loss:
-            velocity = [c - t for c, t in zip(cand_theta, theta)]
+            velocity = [_step(c, t) for c, t in zip(cand_theta, theta)]
             theta, beliefs, mu, loss, grads = cand_theta, cand_beliefs, cand_mu, cand_loss, cand_grads
             slot = 1 - slot
             alpha *= step_growth

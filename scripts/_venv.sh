@@ -1,5 +1,6 @@
 # Sourced by scripts/main.sh and scripts/test.sh: create ./.venv on first use and (re)install the
-# project whenever pyproject.toml changes. Needs Python >= 3.11 on PATH (python3.11+ or python3).
+# project, with the exact versions of constraints.txt, whenever pyproject.toml or constraints.txt
+# changes (refresh the pins: bash scripts/refresh-constraints.sh). Needs Python >= 3.11 on PATH.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="$root/.venv"
@@ -13,9 +14,9 @@ if [ ! -x "$venv/bin/python" ]; then
   [ -n "$py" ] || { echo "error: Python >= 3.11 is required" >&2; exit 1; }
   "$py" -m venv "$venv"
 fi
-stamp="$venv/.installed-$(cksum < "$root/pyproject.toml" | cut -d' ' -f1)"
+stamp="$venv/.installed-$(cat "$root/pyproject.toml" "$root/constraints.txt" | cksum | cut -d' ' -f1)"
 if [ ! -f "$stamp" ]; then
   "$venv/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip >&2
-  "$venv/bin/python" -m pip install -q --disable-pip-version-check -e "$root[test]" >&2
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check -c "$root/constraints.txt" -e "$root[test]" >&2
   rm -f "$venv"/.installed-* && touch "$stamp"
 fi

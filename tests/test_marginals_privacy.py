@@ -252,3 +252,30 @@ def test_from_dict_rechecks_budget():
     d = {"rho": 0.1, "delta": None, "charges": [{"label": "x", "mechanism": "raw", "rho": 0.2, "params": {}}]}
     with pytest.raises(BudgetExceeded):
         Accountant.from_dict(d)
+
+
+# --- extreme inputs: correct values or clear errors ----------------------------------------------
+
+
+def test_cdp_rho_with_a_tiny_delta_is_exact():
+    rho = cdp_rho(1.0, 1e-300)  # the solver used to floor delta at 1e-300 and stop at a wrong rho
+    assert cdp_delta(rho, 1.0) <= 1e-300
+    assert cdp_delta(rho, 1.0) == pytest.approx(1e-300, rel=1e-9)
+    assert brute_force_delta(rho, 1.0) == pytest.approx(1e-300, rel=1e-6)
+    assert cdp_eps(rho, 1e-300) == pytest.approx(1.0, rel=1e-9)
+    assert cdp_rho(1.0, 1e-300) < cdp_rho(1.0, 1e-200) < cdp_rho(1.0, 1e-9)
+
+
+def test_cdp_eps_with_a_tiny_rho():
+    # delta(rho, 0) ~ sqrt(2 rho) / sqrt(e) for rho -> 0 (optimal alpha ~ 1 / sqrt(2 rho))
+    assert cdp_delta(1e-300, 0.0) == pytest.approx(math.sqrt(2e-300) * math.exp(-0.5), rel=1e-9)
+    assert cdp_eps(1e-300, 1e-9) == 0.0  # used to raise RuntimeError (no convergence in 500 steps)
+    eps = cdp_eps(1e-300, 1e-300)
+    assert 0 < eps < 1e-140 and cdp_delta(1e-300, eps) <= 1e-300
+
+
+@pytest.mark.parametrize("eps", [1e101, 1e308])
+def test_cdp_rho_refuses_an_epsilon_too_large_to_convert(eps):
+    with pytest.raises(ValueError, match="epsilon must be at most 1e\\+100"):  # was OverflowError
+        cdp_rho(eps, 1e-9)
+    assert math.isfinite(cdp_rho(1e100, 1e-9))

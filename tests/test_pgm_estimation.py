@@ -225,3 +225,24 @@ def test_lipschitz_and_initial_step_follow_the_metadata_formula():
     assert model.info["lipschitz"] == pytest.approx(3.25, rel=1e-14)
     assert model.info["stepsize"] == pytest.approx(2.0 / (3.25 * model.total), rel=1e-12)
     assert isinstance(model, pgm.Model)
+
+
+def test_warm_start_from_structural_zeros_stays_finite():
+    # a model with -inf log-potentials (cells that can never occur) warm-starts the next fit;
+    # the momentum step used to form (-inf) - (-inf) = NaN and poison every later iterate
+    truth = random_model(CLIQUES, 6)
+    potentials = [f.values.copy() for f in truth.potentials.values()]
+    potentials[0][1, 2] = -np.inf  # a = 1, b = 2 never occurs
+    potentials[2][0, :, 1] = -np.inf
+    zeros = Model(DOM, CLIQUES, potentials, truth.total)
+    meas = noisy_measurements(zeros, CLIQUES, sigma=1.0, seed=4)
+    for momentum in (0.95, 0.0):
+        model = estimate(DOM, meas, iters=60, warm_start=zeros, momentum=momentum)
+        history = model.info["history"]
+        assert np.all(np.isfinite(history)) and history[-1] <= history[0]
+        assert model.info["accepted"] > 10  # it did move (momentum included)
+        for factor in model.potentials.values():
+            assert not np.isnan(factor.values).any()
+        ab = model.project(("a", "b")).values
+        assert np.all(np.isfinite(ab)) and ab[1, 2] == 0.0  # the structural zero is kept
+        assert model.project(("c", "d", "e")).values[0, :, 1].sum() == 0.0

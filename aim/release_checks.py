@@ -1,0 +1,209 @@
+"""Reading a release file defensively: every problem of a foreign, truncated, corrupt or crafted
+file is a `ReleaseFormatError` whose one-line message names the file, and nothing large is
+allocated before the header has been checked.
+
+The order matters: (1) the file must be a zip archive whose members are plain ``.npy`` arrays
+(no pickle); (2) the JSON header is parsed (capped at `MAX_HEADER_MB`) and checked — its types,
+the domain (sizes capped by `marginals.domain.MAX_LEVELS`), every clique against the domain,
+finite positive sigmas and total, the ledger, and the configuration's epsilon / delta against
+the ledger; (3) the cells the measurements, the potentials and the model's junction tree will
+take are summed from the header alone and capped (`MAX_RELEASE_MB`); (4) each array's ``.npy``
+header (shape, dtype) is checked against what the header promises before its data is read.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import zipfile
+from typing import Any
+
+import numpy as np
+
+from marginals.domain import Domain
+from marginals.privacy import Accountant, BudgetExceeded, cdp_rho
+from pgm.junction_tree import model_size_mb
+
+#: most memory (MiB of float64 cells) a release may need: its arrays plus the model's junction
+#: tree. A crafted 2 MB file could otherwise declare gigabytes of (compressible) cells.
+MAX_RELEASE_MB = 4096.0
+#: largest JSON header accepted (MiB).
+MAX_HEADER_MB = 64.0
+#: relative tolerance when the ledger's rho is recomputed from the configuration's (eps, delta).
+RHO_RTOL = 1e-9
+
+
+class ReleaseFormatError(ValueError):
+    """A file that is not a readable release: wrong format or version, truncated, corrupt or inconsistent."""
+
+
+def _fail(path: Any, message: str) -> ReleaseFormatError:
+    return ReleaseFormatError(f"{path}: {message}")
+
+
+def open_archive(path: str | os.PathLike) -> zipfile.ZipFile:
+    """The release as a zip archive (a missing file raises FileNotFoundError as usual)."""
+    with open(path, "rb") as fh:
+        magic = fh.read(4)
+    if magic[:2] != b"PK":
+        raise _fail(path, "not a release file (not an .npz archive)")
+    try:
+        return zipfile.ZipFile(path)
+    except zipfile.BadZipFile as exc:
+        raise _fail(path, f"not a readable release file (truncated or corrupt archive: {exc})") from None
+
+
+def _npy_header(zf: zipfile.ZipFile, name: str, path: Any) -> tuple[tuple[int, ...], np.dtype]:
+    """Shape and dtype from the ``.npy`` header of member ``name`` (its data is not read)."""
+    member = f"{name}.npy"
+    if member not in zf.namelist():
+        raise _fail(path, f"not a readable release file (missing array {name!r})")
+    with zf.open(member) as fh:
+        try:
+            version = np.lib.format.read_magic(fh)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(fh)
+            else:
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(fh)
+        except ValueError as exc:
+            raise _fail(path, f"not a readable release file (array {name!r}: {exc})") from None
+    if dtype.hasobject:
+        raise _fail(path, f"not a release file (array {name!r} holds Python objects; releases never do)")
+    return tuple(shape), dtype
+
+
+def read_array(zf: zipfile.ZipFile, name: str, path: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """Member ``name`` as float64 after checking that its header promises exactly ``shape``."""
+    found, dtype = _npy_header(zf, name, path)
+    if found != tuple(shape):
+        raise _fail(path, f"array {name!r} has shape {found}, expected {tuple(shape)} from the domain")
+    if dtype.kind != "f" or dtype.itemsize != 8:
+        raise _fail(path, f"array {name!r} has dtype {dtype}, expected float64")
+    with zf.open(f"{name}.npy") as fh:
+        return np.lib.format.read_array(fh, allow_pickle=False)
+
+
+def read_header(zf: zipfile.ZipFile, path: Any) -> dict:
+    """The parsed JSON header (its size checked before it is read)."""
+    if "header.npy" not in zf.namelist():
+        raise _fail(path, "not a release file (no header)")
+    shape, dtype = _npy_header(zf, "header", path)
+    if shape != () or dtype.kind != "U":
+        raise _fail(path, f"not a release file (header is a {dtype} array of shape {shape}, not a string)")
+    if dtype.itemsize > MAX_HEADER_MB * 2**20:
+        raise _fail(path, f"release header of {dtype.itemsize / 2**20:.0f} MiB is larger than {MAX_HEADER_MB:g} MiB")
+    with zf.open("header.npy") as fh:
+        text = str(np.lib.format.read_array(fh, allow_pickle=False))
+    try:
+        header = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _fail(path, f"not a readable release file (header is not valid JSON: {exc})") from None
+    return header
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _positive(value: Any) -> bool:
+    return _number(value) and math.isfinite(value) and value > 0
+
+
+def _cliques(raw: Any, domain: Domain, where: str, path: Any) -> list[tuple[str, ...]]:
+    if not isinstance(raw, list):
+        raise _fail(path, f"{where} must be a list of cliques, got {type(raw).__name__}")
+    out = []
+    for c in raw:
+        if not isinstance(c, list) or not c or not all(isinstance(a, str) for a in c):
+            raise _fail(path, f"{where}: {c!r} is not a non-empty list of attribute names")
+        try:
+            out.append(domain.check(c))
+        except ValueError as exc:
+            raise _fail(path, f"{where}: {exc}") from None
+    return out
+
+
+def check_header(header: Any, path: Any) -> dict:
+    """Validate the parsed header (format and version already checked) and return the pieces
+    `Release._read` builds from: domain, measurement cliques and sigmas, model cliques and total,
+    ledger. Raises `ReleaseFormatError` naming the file and the problem."""
+    for key, kind in (("domain", dict), ("measurements", list), ("model", dict), ("ledger", dict),
+                      ("rounds", list), ("config", dict)):
+        if not isinstance(header.get(key), kind):
+            raise _fail(path, f"release header: {key!r} must be a JSON {kind.__name__}, "
+                              f"got {type(header.get(key)).__name__}")
+    for r in header["rounds"]:
+        if not isinstance(r, dict) or not all(_number(r[k]) for k in ("seconds",) if k in r):
+            raise _fail(path, f"release header: each round must be a JSON object (with numeric seconds), got {r!r:.80}")
+    if not isinstance(header["config"].get("workload", []), list):
+        raise _fail(path, "release header: config workload must be a JSON list")
+    try:
+        domain = Domain.from_dict(header["domain"])
+    except ValueError as exc:
+        raise _fail(path, f"release domain: {exc}") from None
+
+    entries = header["measurements"]
+    if not all(isinstance(m, dict) for m in entries):
+        raise _fail(path, "release header: each measurement must be a JSON object")
+    measured = _cliques([m.get("clique") for m in entries], domain, "measurement clique", path)
+    sigmas = []
+    for clique, m in zip(measured, entries):
+        if not _positive(m.get("sigma")):
+            raise _fail(path, f"measurement over {clique}: sigma must be a finite number > 0, got {m.get('sigma')!r}")
+        sigmas.append(float(m["sigma"]))
+
+    model = header["model"]
+    cliques = _cliques(model.get("cliques"), domain, "model clique", path)
+    if len(set(cliques)) != len(cliques):
+        raise _fail(path, "model cliques repeat")
+    if not _positive(model.get("total")):
+        raise _fail(path, f"model total must be a finite number > 0, got {model.get('total')!r}")
+    if not isinstance(model.get("info", {}), dict):
+        raise _fail(path, "model info must be a JSON object")
+
+    try:
+        ledger = Accountant.from_dict(header["ledger"])
+    except (ValueError, TypeError, KeyError, AttributeError, BudgetExceeded) as exc:
+        raise _fail(path, f"release ledger is invalid ({type(exc).__name__}: {exc})") from None
+    _check_budget(header["config"], ledger, path)
+
+    # memory: measurements + potentials as stored, plus the junction tree the model will build
+    cells = sum(domain.size(c) for c in measured) + sum(domain.size(c) for c in cliques)
+    need_mb = cells * 8 / 2**20 + (model_size_mb(domain, cliques) if cliques else 0.0)
+    if need_mb > MAX_RELEASE_MB:
+        raise _fail(path, f"the release would need {need_mb:,.0f} MiB of tables, more than the "
+                          f"{MAX_RELEASE_MB:,.0f} MiB allowed (a corrupt or crafted file?)")
+    return {"domain": domain, "measured": measured, "sigmas": sigmas, "cliques": cliques,
+            "total": float(model["total"]), "info": dict(model.get("info", {})), "ledger": ledger}
+
+
+def _check_budget(config: dict, ledger: Accountant, path: Any) -> None:
+    """The configuration's (epsilon, delta), when present, must be what the ledger's budget is."""
+    if "delta" in config:
+        delta = config["delta"]
+        if not (_positive(delta) and delta < 1):
+            raise _fail(path, f"config delta must lie in (0, 1), got {delta!r}")
+        if ledger.delta is None or not math.isclose(float(delta), float(ledger.delta), rel_tol=1e-12):
+            raise _fail(path, f"config delta {delta!r} does not match the ledger's delta {ledger.delta!r}")
+    if "epsilon" in config:
+        eps = config["epsilon"]
+        if not _positive(eps):
+            raise _fail(path, f"config epsilon must be a finite number > 0, got {eps!r}")
+        if not (_positive(ledger.delta) and ledger.delta < 1):
+            raise _fail(path, f"config epsilon {eps!r} given but the ledger has no valid delta ({ledger.delta!r})")
+        try:
+            rho = cdp_rho(eps, ledger.delta)
+        except ValueError as exc:
+            raise _fail(path, f"config epsilon: {exc}") from None
+        if not math.isclose(rho, ledger.rho, rel_tol=RHO_RTOL):
+            raise _fail(path, f"config (epsilon={eps:g}, delta={ledger.delta:g}) means rho={rho:.9g}, but the "
+                              f"ledger's budget is rho={ledger.rho:.9g}")
+
+
+def check_potential(values: np.ndarray, clique: tuple[str, ...], path: Any) -> None:
+    """Log-potentials may be -inf (structural zeros) but not NaN or +inf, and not all -inf."""
+    if np.isnan(values).any() or np.isposinf(values).any():
+        raise _fail(path, f"model potential over {clique} holds NaN or +inf")
+    if values.size and not np.isfinite(values).any():
+        raise _fail(path, f"model potential over {clique} is -inf everywhere")

@@ -55,20 +55,21 @@ def run_one(job: dict) -> dict:
     from marginals.randomness import InsecureSeedWarning
 
     warnings.simplefilter("ignore", InsecureSeedWarning)  # seeded modes are benchmarks by definition
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     settings = dict(MBI_MD if job["md"] == "mbi" else {})
     if job["noise"] != "secure":
         settings["insecure_seed"] = job["seed"]
     if job["noise"] == "float":
         settings["exact_noise"] = False
     release = AIM(job["epsilon"], job["delta"], max_model_size=job["max_model_size"], **settings).run(data)
-    seconds = time.perf_counter() - start
+    seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     workload = all_k_way(data.domain)
     synthetic = release.synthetic_data()
     return {
         **job,
         "rows": len(data),
         "seconds": seconds,
+        "cpu_seconds": cpu_seconds,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "rounds": len(release.rounds),
         "final_sigma": release.rounds[-1]["sigma"] if release.rounds else None,
@@ -154,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
             "mean_float_sampler_seconds": _mean([r["float_sampler_seconds"] for r in group]),
             "seeds": len(group),
             "mean_seconds": _mean([r["seconds"] for r in group]),
+            "mean_cpu_seconds": _mean([r["cpu_seconds"] for r in group]),
             "max_rss_mb": max(r["peak_rss_mb"] for r in group),
             "mean_error_model": _mean([r["error_model"] for r in group]),
             "mean_error_synthetic": _mean([r["error_synthetic"] for r in group]),
@@ -166,6 +168,9 @@ def main(argv: list[str] | None = None) -> int:
             comparison.append({"epsilon": e, "secure_seconds": pair["secure"]["mean_seconds"],
                                "float_seconds": pair["float"]["mean_seconds"],
                                "ratio": pair["secure"]["mean_seconds"] / pair["float"]["mean_seconds"],
+                               "secure_cpu_seconds": pair["secure"]["mean_cpu_seconds"],
+                               "float_cpu_seconds": pair["float"]["mean_cpu_seconds"],
+                               "cpu_ratio": pair["secure"]["mean_cpu_seconds"] / pair["float"]["mean_cpu_seconds"],
                                "secure_rounds": pair["secure"]["mean_rounds"], "float_rounds": pair["float"]["mean_rounds"],
                                "exact_sampler_seconds": pair["secure"]["mean_exact_sampler_seconds"],
                                "float_sampler_seconds": pair["secure"]["mean_float_sampler_seconds"]})
@@ -206,7 +211,8 @@ def main(argv: list[str] | None = None) -> int:
         print("\nsamplers: secure exact vs seeded float (same jobs, back to back)")
         for c in comparison:
             print(f"  eps={c['epsilon']:<5g} run {c['secure_seconds']:.2f} s vs {c['float_seconds']:.2f} s "
-                  f"(ratio {c['ratio']:.3f}; rounds {c['secure_rounds']:.1f} vs {c['float_rounds']:.1f}); "
+                  f"(ratio {c['ratio']:.3f}; CPU {c['secure_cpu_seconds']:.2f} s vs {c['float_cpu_seconds']:.2f} s, "
+                  f"ratio {c['cpu_ratio']:.3f}; rounds {c['secure_rounds']:.1f} vs {c['float_rounds']:.1f}); "
                   f"drawing the run's noise alone: exact {1000 * c['exact_sampler_seconds']:.0f} ms vs "
                   f"float {1000 * c['float_sampler_seconds']:.1f} ms")
     print(f"\nmbi 2.0 reference (issue 4, 48,842 rows, seed 0): {MBI_REFERENCE['seconds']:.0f} s, "

@@ -157,8 +157,8 @@ class AuditResult:
     runs: int  # per neighbour (N on D, N on D')
     confidence: float
     threshold: float
-    test: str  # "T > t" or "T <= t"
-    fpr: float  # point estimates on the evaluation half
+    test: str  # the set S: "T > t" or "T <= t"
+    fpr: float  # P[D run in S], P[D' run not in S]: point estimates on the evaluation half
     fnr: float
     seconds: float
     params: dict = field(default_factory=dict)
@@ -395,14 +395,14 @@ def audit_objpert_exact(runs: int, broken: bool, source: RandomSource, confidenc
                        "regularization": model.regularization_}}
 
 
-AUDITS = [
-    ("discrete Gaussian (measure_counts)", "discrete_gaussian", audit_discrete_gaussian, True),
-    ("exponential mech. (AIM selection)", "exponential", audit_exponential, True),
-    ("AdaSSP (coef_)", "adassp", audit_adassp, True),
+AUDITS = [  # (name, config key, function, broken control catchable at these N, what the control breaks)
+    ("discrete Gaussian (measure_counts)", "discrete_gaussian", audit_discrete_gaussian, True, "sigma/4"),
+    ("exponential mech. (AIM selection)", "exponential", audit_exponential, True, "4x eps"),
+    ("AdaSSP (coef_)", "adassp", audit_adassp, True, "noise/4"),
     # KST12's noise is so conservative that noise / 4 breaks the claim only at FPR ~ 1e-3 or below:
-    # a few thousand fits cannot see it; the exact-FOC audit below, with 10^5+ runs, can.
-    ("ObjPert (coef_, fits)", "objpert_fits", audit_objpert_fits, False),
-    ("ObjPert (exact FOC)", "objpert_exact", audit_objpert_exact, True),
+    # a few thousand fits cannot see it; the exact-FOC audit below, with 10^6+ runs, can.
+    ("ObjPert (coef_, fits)", "objpert_fits", audit_objpert_fits, False, "noise/4"),
+    ("ObjPert (exact FOC)", "objpert_exact", audit_objpert_exact, True, "noise/4"),
 ]
 
 
@@ -412,14 +412,14 @@ def run_audit(config: str = "small", seed: int | None = None, confidence: float 
     sizes = CONFIGS[config]
     source = SecureRandom() if seed is None else InsecureRandom(seed, warn=False)
     results = []
-    for name, key, fn, control_catchable in AUDITS:
+    for name, key, fn, control_catchable, breakage in AUDITS:
         if only and key not in only:
             continue
         for broken in (False, True):
             start = time.perf_counter()
             out = fn(sizes[key], broken, source, confidence)
             res = AuditResult(
-                mechanism=name + (f" BROKEN noise/{BROKEN_FACTOR:g}" if broken else ""), broken=broken,
+                mechanism=name + (f" BROKEN {breakage}" if broken else ""), broken=broken,
                 eps_claim=out["eps_claim"], delta=out["delta"], eps_lb=out["eps_lb"], runs=sizes[key],
                 confidence=confidence, threshold=out["threshold"], test=out["test"], fpr=out["fpr"],
                 fnr=out["fnr"], seconds=time.perf_counter() - start, params=out["params"],

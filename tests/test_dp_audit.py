@@ -1,0 +1,114 @@
+"""The empirical DP audit (benchmarks/dp_audit.py): its statistics, and the small configuration."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import beta
+
+from ddssp import ObjPert
+from marginals.randomness import InsecureRandom
+
+AUDIT_PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "dp_audit.py"
+
+
+def load_audit():
+    """The benchmark module, loaded from its path (benchmarks/ is not a package)."""
+    name = "dp_audit_benchmark"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, AUDIT_PATH)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while the class is built
+    spec.loader.exec_module(module)
+    return module
+
+
+audit = load_audit()
+
+
+def test_clopper_pearson_upper_matches_beta_quantiles():
+    level = 0.025
+    assert audit.clopper_pearson_upper(0, 100, level) == pytest.approx(1 - level ** (1 / 100), rel=1e-12)
+    assert audit.clopper_pearson_upper(100, 100, level) == 1.0
+    for k, n in ((1, 10), (37, 1000), (999, 1000)):
+        assert audit.clopper_pearson_upper(k, n, level) == pytest.approx(beta.ppf(1 - level, k + 1, n - k), rel=1e-12)
+    ks = np.array([0, 5, 10])
+    np.testing.assert_allclose(
+        audit.clopper_pearson_upper(ks, 10, 0.05), [1 - 0.05 ** 0.1, beta.ppf(0.95, 6, 5), 1.0], rtol=1e-12
+    )
+    with pytest.raises(ValueError):
+        audit.clopper_pearson_upper(11, 10, 0.05)
+    # coverage: the one-sided bound misses p = 0.3 at most ~level of the time
+    rng = np.random.default_rng(0)
+    k = rng.binomial(50, 0.3, size=4000)
+    assert np.mean(audit.clopper_pearson_upper(k, 50, 0.05) < 0.3) <= 0.05
+
+
+def test_eps_lower_bound_known_values():
+    fp, n0, fn, n1, delta = 10, 1000, 900, 1000, 1e-3
+    fpr_u, fnr_u = beta.ppf(0.975, fp + 1, n0 - fp), beta.ppf(0.975, fn + 1, n1 - fn)
+    expected = max(math.log((1 - delta - fnr_u) / fpr_u), math.log((1 - delta - fpr_u) / fnr_u))
+    assert audit.eps_lower_bound(fp, n0, fn, n1, delta) == pytest.approx(expected, rel=1e-12)
+    assert expected == pytest.approx(1.4881, abs=1e-4)
+    # the bound is symmetric in (FPR, FNR) for equal sample sizes; a 99% bound is lower
+    assert audit.eps_lower_bound(fn, n0, fp, n1, delta) == pytest.approx(expected, rel=1e-12)
+    assert audit.eps_lower_bound(fp, n0, fn, n1, delta, confidence=0.99) < expected
+    # no evidence: identical rates give 0, never a negative bound; zero errors give log((1-delta-u)/u)
+    assert audit.eps_lower_bound(500, 1000, 500, 1000, delta) == 0.0
+    u = 1 - 0.025 ** (1 / 1000)
+    assert audit.eps_lower_bound(0, 1000, 0, 1000, 0.0) == pytest.approx(math.log((1 - u) / u), rel=1e-12)
+    # vectorized form agrees with the scalar one
+    np.testing.assert_allclose(
+        audit.eps_lower_bounds(np.array([fp, 500]), n0, np.array([fn, 500]), n1, delta), [expected, 0.0], rtol=1e-12
+    )
+
+
+def test_threshold_audit_on_gaussians_is_sound_and_has_power():
+    rng = np.random.default_rng(1)
+    delta = 1e-3
+    # identical distributions: the bound is (essentially always) 0-ish, never large
+    same = [audit.audit_samples(rng.normal(size=4000), rng.normal(size=4000), delta, 0.95)["eps_lb"] for _ in range(20)]
+    assert max(same) < 0.3
+    # a unit shift (mu-GDP with mu = 3, true eps at delta = 1e-3 about 8.2) is detected well above 2
+    out = audit.audit_samples(rng.normal(size=20000), rng.normal(3.0, 1.0, size=20000), delta, 0.95)
+    assert out["eps_lb"] > 2.0 and out["test"] == "T > t"
+
+
+def test_objpert_threshold_identity_on_real_fits():
+    """coef_ > t  <=>  b < c(t), checked on real fits whose noise b is replayed from the same seed."""
+    for table in audit._objpert_tables(200):
+        for seed in range(8):
+            model = ObjPert(2.0, 1e-3, "y", random_state=InsecureRandom(seed, warn=False)).fit(table)
+            b = model.noise_std_ * InsecureRandom(seed, warn=False).standard_normal(1)[0]
+            c = audit.objpert_boundary(model, table)
+            theta = model.coef_[0]
+            ts = theta + np.array([-1e-6, 1e-6, -0.3, 0.3])
+            np.testing.assert_array_equal(theta > ts, b < c(ts))
+
+
+def test_scaled_source_only_shrinks_normals():
+    base, other = InsecureRandom(3, warn=False), InsecureRandom(3, warn=False)
+    scaled = audit.ScaledNormalSource(base, 0.25)
+    np.testing.assert_allclose(scaled.standard_normal(5), 0.25 * other.standard_normal(5))
+    np.testing.assert_array_equal(scaled.uint64(4), other.uint64(4))
+    assert not scaled.private
+
+
+@pytest.mark.slow
+def test_small_audit_configuration():
+    results = audit.run_audit("small", seed=2026)
+    assert {r.mechanism.split(" BROKEN")[0] for r in results} == {a[0] for a in audit.AUDITS}
+    for r in results:
+        assert r.runs == audit.CONFIGS["small"][next(a[1] for a in audit.AUDITS if r.mechanism.startswith(a[0]))]
+        if not r.broken:
+            assert r.eps_lb <= r.eps_claim, f"{r.mechanism}: empirical eps {r.eps_lb:.3f} > claim {r.eps_claim:.3f}"
+        elif r.expect_caught:
+            assert r.eps_lb > r.eps_claim, f"{r.mechanism}: broken control not caught ({r.eps_lb:.3f})"
+    table = audit.format_table(results)
+    assert "VIOLATION" not in table and "NOT CAUGHT" not in table

@@ -213,3 +213,14 @@ def test_fit_on_a_release_without_epsilon_in_its_config(good, tmp_path, capsys):
     assert Release.load(path).epsilon is None
     assert main(["fit", "--release", str(path), "--target", "income"]) == 0
     assert "eps=unknown" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("value", ["yes", 1, None])
+def test_private_flag_must_be_a_boolean(good, tmp_path, value):
+    bad = _tamper(good, tmp_path, private=value)
+    assert "header field 'private' must be true or false" in _load_error(bad)
+
+
+def test_version_1_files_are_refused_with_the_reason(good, tmp_path):
+    bad = _tamper(good, tmp_path, version=1, seed=0)
+    assert "version 1 files stored the seed that undoes their noise" in _load_error(bad)

@@ -1,7 +1,9 @@
-"""Baselines on the private rows: AdaSSP (linear), ObjPert (logistic) and non-private fits."""
+"""Baselines on the private rows: AdaSSP, TukeyEM and PMT ridge (linear), ObjPert and PMT
+logistic (logistic), and non-private fits."""
 
 from .adassp import AdaSSP
 from .objpert import ObjPert
 from .public import PublicLinearRegression, PublicLogisticRegression
+from .tukeyem import PTRFailedError, TukeyEM
 
-__all__ = ["AdaSSP", "ObjPert", "PublicLinearRegression", "PublicLogisticRegression"]
+__all__ = ["AdaSSP", "ObjPert", "PTRFailedError", "PublicLinearRegression", "PublicLogisticRegression", "TukeyEM"]

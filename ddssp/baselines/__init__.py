@@ -3,7 +3,17 @@ logistic (logistic), and non-private fits."""
 
 from .adassp import AdaSSP
 from .objpert import ObjPert
+from .pmt_models import PMTLinearRegression, PMTLogisticRegression
 from .public import PublicLinearRegression, PublicLogisticRegression
 from .tukeyem import PTRFailedError, TukeyEM
 
-__all__ = ["AdaSSP", "ObjPert", "PTRFailedError", "PublicLinearRegression", "PublicLogisticRegression", "TukeyEM"]
+__all__ = [
+    "AdaSSP",
+    "ObjPert",
+    "PMTLinearRegression",
+    "PMTLogisticRegression",
+    "PTRFailedError",
+    "PublicLinearRegression",
+    "PublicLogisticRegression",
+    "TukeyEM",
+]

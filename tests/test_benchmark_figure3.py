@@ -22,10 +22,11 @@ REQUIRED = [
     "dataset", "task", "target", "method", "epsilon", "delta", "trial", "seed", "metric_name", "metric",
     "seconds", "release_seconds", "aim_rounds", "max_model_size", "release_file",
 ]  # fmt: skip
+OTHERS_LINEAR = {"tukeyem", "pmt", "pmt_release", "dp_rr"}  # TukeyEM and PMT (figure3_others)
 EXPECTED_METHODS = {  # plus the diagnostics: DD-SSP on exact marginals, the paper-calibrated AdaSSP
-    "linear": {"public", "ddssp", "aim_synth", "adassp", "ddssp_exact", "adassp_paper"},
-    "linear-no-education": {"public", "ddssp", "aim_synth", "adassp", "ddssp_exact", "adassp_paper"},
-    "logistic": {"public", "ddssp", "aim_synth", "objpert", "ddssp_exact"},
+    "linear": {"public", "ddssp", "aim_synth", "adassp", "ddssp_exact", "adassp_paper"} | OTHERS_LINEAR,
+    "linear-no-education": {"public", "ddssp", "aim_synth", "adassp", "ddssp_exact", "adassp_paper"} | OTHERS_LINEAR,
+    "logistic": {"public", "ddssp", "aim_synth", "objpert", "ddssp_exact", "pmt", "pmt_release", "dp_lr"},
 }
 
 
@@ -89,12 +90,19 @@ def test_figure3_quick_end_to_end(tmp_path):
     assert aim_rows.groupby("epsilon")["release_file"].nunique().eq(1).all()
     assert len(list(cache.glob("*.npz"))) == 2
     assert (df["seconds"] >= 0).all()
+    # TukeyEM records its PTR outcome and m; PMT its public-moment source
+    tukey = df[df["method"] == "tukeyem"]
+    assert tukey["ptr_passed"].notna().all() and (tukey["n_models"] >= 250).all()
+    assert set(df.loc[df["method"] == "pmt_release", "public_moment"]) == {"DP release (post-processing)"}
+    assert df.loc[df["method"] == "pmt", "public_moment"].str.startswith("public split").all()
+    assert (df.loc[df["method"] == "pmt", "n_train"] < df.loc[df["method"] == "adassp", "n_train"].max()).all()
 
     summary = (first_out / "summary.md").read_text()
     assert "Total wall time" in summary
     assert "|mean_d - mean_s| <= 2 sqrt(se_d^2 + se_s^2)" in summary
     assert "The paper's claims" in summary
     assert "Bug or real?" in summary
+    assert "TukeyEM PTR pass rate per epsilon" in summary and "PMT (moment from the AIM release)" in summary
     for name in ("figure3_linear_mms200.png", "figure3_logistic_mms200.png"):
         png = first_out / name
         assert png.is_file() and png.stat().st_size > 1000

@@ -26,7 +26,7 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
-from ddssp import PMTLinearRegression, PMTLogisticRegression, TukeyEM
+from ddssp import PMTLinearRegression, PMTLogisticRegression, TukeyEM, build_encoding
 from marginals import Dataset
 
 PUBLIC_FRACTION = 0.05
@@ -74,7 +74,7 @@ def baseline_fits(task, data: Dataset, eps_list, trials: int, delta: float, cate
     """(method, eps, trial, seed, model, fit data, extra row fields) for TukeyEM, PMT and DP-RR/LR
     on the private rows; ``seed_for(method, eps, trial)`` gives each fit's seed."""
     private, public = public_split(data)
-    p = PMTLinearRegression(1.0, delta, task.target, categorical=categorical)._encoding(data.domain, task.kind).n_features
+    p = build_encoding(data.domain, task.target, task.kind, categorical).n_features
     m = choose_models(len(data), p) if task.kind == "linear" else None
     methods = LINEAR if task.kind == "linear" else LOGISTIC
     for method in methods:

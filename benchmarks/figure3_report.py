@@ -124,7 +124,8 @@ def make_plots(df: pd.DataFrame, out: Path) -> list[Path]:
     if df.empty:
         return paths
     for mms in model_sizes(df) or [None]:
-        stats = cell_stats(for_size(df, mms))
+        sized = for_size(df, mms)
+        stats = cell_stats(sized)
         for kind, ylabel in (("linear", "test MSE"), ("logistic", "test AUC")):
             sub = stats[stats["kind"] == kind]
             panels = ordered(zip(sub["dataset"], sub["task"], sub["target"]))
@@ -141,6 +142,8 @@ def make_plots(df: pd.DataFrame, out: Path) -> list[Path]:
                     ax.errorbar(m["epsilon"], m["mean"], yerr=m["se"].fillna(0.0), color=color, marker=marker,
                                 capsize=3, label=LABELS[method],
                                 linestyle=":" if method in ("adassp_paper", "dp_rr", "dp_lr") else "-")  # fmt: skip
+                    if method == "tukeyem":
+                        _annotate_ptr(ax, sized[(sized["dataset"] == dataset) & (sized["task"] == task)], m, color)
                 pub = cell[cell["method"] == "public"]
                 if not pub.empty:
                     ax.axhline(float(pub["mean"].mean()), color="black", linestyle="--", label=LABELS["public"])
@@ -176,6 +179,17 @@ def make_plots(df: pd.DataFrame, out: Path) -> list[Path]:
             plt.close(fig)
             paths.append(path)
     return paths
+
+
+def _annotate_ptr(ax, rows: pd.DataFrame, means: pd.DataFrame, color: str) -> None:
+    """Label each TukeyEM point with its PTR pass count ("PTR passed/trials")."""
+    tukey = rows[rows["method"] == "tukeyem"]
+    for eps, group in tukey.groupby("epsilon"):
+        passed = int(group["ptr_passed"].astype("boolean").fillna(False).astype(bool).sum())
+        y = means.loc[np.isclose(means["epsilon"], eps), "mean"]
+        if len(y):
+            ax.annotate(f"PTR {passed}/{len(group)}", (eps, float(y.iloc[0])), textcoords="offset points",
+                        xytext=(0, 6), fontsize=7, color=color, ha="center")  # fmt: skip
 
 
 # -- summary ----------------------------------------------------------------------------------------

@@ -131,3 +131,26 @@ def test_figure3_quick_end_to_end(tmp_path):
     assert wall2 < wall1 and second_time < first_time
     assert "2 read from the cache" in (second_out / "summary.md").read_text()
     assert math.isfinite(wall1)
+
+
+def test_tukeyem_model_count_and_public_split():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import figure3_others
+
+    from marginals.data import demo_dataset
+
+    # the largest grid m leaving >= 1 row per feature: the figure's tasks (n, p)
+    assert figure3_others.choose_models(47_842, 100) == 250  # adult (linear)
+    assert figure3_others.choose_models(47_842, 85) == 500  # adult without education
+    assert figure3_others.choose_models(50_000, 40) == 1250  # acs-income-lin
+    with pytest.raises(ValueError, match="too few"):
+        figure3_others.choose_models(1_000, 10)
+    data = demo_dataset(2_000, seed=1)
+    private, public = figure3_others.public_split(data)
+    assert len(public) == 100 and len(private) == 1_900
+    merged = pd.concat([private.to_df(), public.to_df()])
+    # the two parts partition the rows (same multiset of records)
+    key = list(data.domain.attrs)
+    assert merged.sort_values(key).reset_index(drop=True).equals(data.to_df().sort_values(key).reset_index(drop=True))
+    again, _ = figure3_others.public_split(data)
+    assert again.to_df().equals(private.to_df())  # a fixed, public choice

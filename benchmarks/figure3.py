@@ -14,7 +14,9 @@ scaled to [-1, 1], logistic target -1/+1 for DD-SSP):
 
 Methods: ``public`` (non-private OLS / logistic regression on train), ``ddssp`` (DD-SSP fitted on
 the AIM release), ``aim_synth`` (ordinary regression on round(model total) synthetic rows sampled
-from the same release), ``adassp`` (linear) and ``objpert`` (logistic) on the private train rows.
+from the same release), ``adassp`` (linear) and ``objpert`` (logistic) on the private train rows,
+and the other DP regression methods of `figure3_others`: ``tukeyem`` (linear), ``pmt`` (public
+split), ``pmt_release`` (moment from the AIM release), ``dp_rr`` / ``dp_lr`` (private-only).
 
 One AIM release per (dataset, epsilon, trial, max_model_size) serves DD-SSP and AIM-Synth on
 every task of that data set (adult: three tasks; the no-education variant drops the column's
@@ -87,19 +89,23 @@ from ddssp import (  # noqa: E402
 from marginals import Dataset  # noqa: E402
 from marginals.data import load_bundled  # noqa: E402
 
+import figure3_others  # noqa: E402  (next to this file)
+
 N_TRAIN = 50_000
 DELTA = 1e-5
 LINEAR_EPS = (0.05, 0.1, 0.5, 1.0, 2.0)
 LOGISTIC_EPS = (0.05, 0.1, 0.2, 0.5, 1.0, 2.0)
 QUICK_EPS = (0.1, 1.0)
 DATASETS = ("adult", "acs-income-lin", "acs-employment")
-METHODS = ("public", "ddssp", "aim_synth", "adassp", "objpert", "ddssp_exact", "adassp_paper")
-AIM_METHODS = ("ddssp", "aim_synth")
-PURPOSE = {"aim": 0, "aim_synth": 1, "adassp": 2, "objpert": 3, "adassp_paper": 4}
+METHODS = ("public", "ddssp", "aim_synth", "adassp", "objpert", "ddssp_exact", "adassp_paper", "tukeyem", "pmt",
+           "pmt_release", "dp_rr", "dp_lr")  # fmt: skip
+AIM_METHODS = ("ddssp", "aim_synth", "pmt_release")
+PURPOSE = {"aim": 0, "aim_synth": 1, "adassp": 2, "objpert": 3, "adassp_paper": 4, "tukeyem": 5, "pmt": 6,
+           "pmt_release": 7, "dp_rr": 8, "dp_lr": 9}  # fmt: skip
 COLUMNS = [
     "dataset", "task", "kind", "target", "method", "epsilon", "delta", "trial", "seed", "metric_name", "metric",
     "seconds", "release_seconds", "release_cached", "aim_rounds", "aim_model_mb", "max_model_size", "release_file",
-    "n_train", "n_test", "n_synthetic", "collinearity_warnings",
+    "n_train", "n_test", "n_synthetic", "collinearity_warnings", "ptr_passed", "n_models", "public_moment",
 ]  # fmt: skip
 
 
@@ -316,13 +322,18 @@ def release_unit(spec: dict) -> dict:
             ddssp = DDSSPLogisticRegression(task.target, categorical=categorical(task))
         synth_seed = derive_seed(spec["seed"], dataset, eps, trial, "aim_synth", task.name)
         synth = AIMSynth(task.target, task=task.kind, categorical=categorical(task), random_state=synth_seed)
-        for method, model, seed in (("ddssp", ddssp, info["seed"]), ("aim_synth", synth, synth_seed)):
-            seconds, n_col = timed_fit(model, source, other_warnings)
+        pmt_seed = derive_seed(spec["seed"], dataset, eps, trial, "pmt_release", task.name)
+        pmt = figure3_others.pmt_model(task.kind, eps, delta, task.target, categorical(task), source, pmt_seed)
+        for method, model, seed in (("ddssp", ddssp, info["seed"]), ("aim_synth", synth, synth_seed),
+                                    ("pmt_release", pmt, pmt_seed)):  # fmt: skip
+            fit_data = task_train(task, train) if method == "pmt_release" else source
+            seconds, n_col = timed_fit(model, fit_data, other_warnings)
             row = base_row(task, method, eps, trial, delta, len(train), len(test))
             row.update(seed=seed, metric=evaluate(model, task, test), seconds=seconds, release_seconds=info["seconds"],
                        release_cached=info["cached"], aim_rounds=len(release.rounds), aim_model_mb=release.model.size_mb,
                        max_model_size=mms, release_file=info["file"], collinearity_warnings=n_col,
-                       n_synthetic=getattr(model, "n_synthetic_", None))  # fmt: skip
+                       n_synthetic=getattr(model, "n_synthetic_", None),
+                       public_moment=getattr(model, "public_moment_source_", None))  # fmt: skip
             rows.append(row)
     release_info = {"dataset": dataset, "epsilon": eps, "trial": trial, "max_model_size": mms, "seed": info["seed"],
                     "seconds": info["seconds"], "cached": info["cached"], "rounds": len(release.rounds),
@@ -377,6 +388,14 @@ def baseline_unit(spec: dict) -> dict:
                 row = base_row(task, method, eps, trial, delta, len(train), len(test))
                 row.update(seed=seed, metric=evaluate(model, task, test), seconds=seconds, collinearity_warnings=n_col)
                 rows.append(row)
+        seed_for = lambda m, e, t: derive_seed(spec["seed"], dataset, e, t, m, task.name)  # noqa: E731
+        fits = figure3_others.baseline_fits(task, data, eps_list, trials, delta, categorical(task), seed_for)
+        for method, eps, trial, seed, model, fit_data, extra in fits:
+            seconds, n_col = timed_fit(model, fit_data, other_warnings)
+            row = base_row(task, method, eps, trial, delta, len(fit_data), len(test))
+            row.update(seed=seed, metric=figure3_others.score(model, task, test, evaluate), seconds=seconds,
+                       collinearity_warnings=n_col, ptr_passed=getattr(model, "ptr_passed_", None), **extra)  # fmt: skip
+            rows.append(row)
     return {"rows": rows, "release": None, "warnings": other_warnings}
 
 
@@ -513,7 +532,8 @@ def main(argv=None) -> int:
 
     rows = [row for r in results for row in r["rows"]]
     df = pd.DataFrame(rows).reindex(columns=COLUMNS)
-    for col in ("seed", "aim_rounds", "n_synthetic", "collinearity_warnings", "n_train", "n_test", "trial"):
+    df["ptr_passed"] = df["ptr_passed"].astype("boolean")
+    for col in ("seed", "aim_rounds", "n_synthetic", "collinearity_warnings", "n_train", "n_test", "trial", "n_models"):
         df[col] = df[col].astype("Int64")  # integers with blanks (baselines have no release)
     df["release_cached"] = df["release_cached"].astype("boolean")
     if len(df):

@@ -13,17 +13,22 @@ import numpy as np
 import pandas as pd
 
 try:  # run as a script from benchmarks/ or imported as a module
+    import figure3_others as others
     from figure3_investigation import investigation
 except ImportError:  # pragma: no cover
+    from benchmarks import figure3_others as others
     from benchmarks.figure3_investigation import investigation
 
-AIM_METHODS = ("ddssp", "aim_synth")
+AIM_METHODS = ("ddssp", "aim_synth", "pmt_release")  # rows that depend on an AIM release (and its model size)
 LABELS = {"public": "public (non-private)", "ddssp": "DD-SSP", "aim_synth": "AIM-Synth", "adassp": "AdaSSP",
           "objpert": "ObjPert", "ddssp_exact": "DD-SSP, exact marginals (non-private)",
           "adassp_paper": "AdaSSP, paper's calibration (diagnostic)"}  # fmt: skip
 STYLE = {"ddssp": ("tab:blue", "o"), "aim_synth": ("tab:orange", "s"), "adassp": ("tab:green", "^"),
          "objpert": ("tab:red", "v"), "public": ("black", None), "adassp_paper": ("tab:olive", "x"),
          "ddssp_exact": ("tab:gray", None)}  # fmt: skip
+LABELS.update(others.LABELS)
+STYLE.update(others.STYLE)
+PLOTTED = ("ddssp", "aim_synth", "adassp", "objpert", "adassp_paper", "tukeyem", "pmt", "pmt_release", "dp_rr", "dp_lr")
 BASELINE = {"linear": "adassp", "logistic": "objpert"}
 CLOSE_AUC = 0.01  # "close" AUC at high epsilon (the paper's "close performance")
 LOW_EPS = 0.2  # "low-epsilon regime": epsilon <= this
@@ -119,23 +124,26 @@ def make_plots(df: pd.DataFrame, out: Path) -> list[Path]:
     if df.empty:
         return paths
     for mms in model_sizes(df) or [None]:
-        stats = cell_stats(for_size(df, mms))
+        sized = for_size(df, mms)
+        stats = cell_stats(sized)
         for kind, ylabel in (("linear", "test MSE"), ("logistic", "test AUC")):
             sub = stats[stats["kind"] == kind]
             panels = ordered(zip(sub["dataset"], sub["task"], sub["target"]))
             if not panels:
                 continue
-            fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.8), squeeze=False)
+            fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * max(len(panels), 2), 5.2), squeeze=False)
             for ax, (dataset, task, target) in zip(axes[0], panels):
                 cell = sub[(sub["dataset"] == dataset) & (sub["task"] == task)]
-                for method in ("ddssp", "aim_synth", "adassp", "objpert", "adassp_paper"):
+                for method in PLOTTED:
                     m = cell[cell["method"] == method].sort_values("epsilon")
                     if m.empty:
                         continue
                     color, marker = STYLE[method]
                     ax.errorbar(m["epsilon"], m["mean"], yerr=m["se"].fillna(0.0), color=color, marker=marker,
                                 capsize=3, label=LABELS[method],
-                                linestyle=":" if method == "adassp_paper" else "-")  # fmt: skip
+                                linestyle=":" if method in ("adassp_paper", "dp_rr", "dp_lr") else "-")  # fmt: skip
+                    if method == "tukeyem":
+                        _annotate_ptr(ax, sized[(sized["dataset"] == dataset) & (sized["task"] == task)], m, color)
                 pub = cell[cell["method"] == "public"]
                 if not pub.empty:
                     ax.axhline(float(pub["mean"].mean()), color="black", linestyle="--", label=LABELS["public"])
@@ -146,6 +154,9 @@ def make_plots(df: pd.DataFrame, out: Path) -> list[Path]:
                 values = cell["mean"].to_numpy()
                 if kind == "linear" and values.min() > 0 and values.max() / values.min() > 10:
                     ax.set_yscale("log")  # MSEs spanning orders of magnitude (adult's leaky full task)
+                core = cell[cell["method"].isin(("public", "ddssp", "aim_synth", "adassp", "objpert", "tukeyem"))]
+                if kind == "linear" and not core.empty and values.max() > 5 * core["mean"].max():
+                    ax.set_ylim(top=5 * core["mean"].max())  # PMT / DP-RR far off: clipped, see summary.md
                 eps = sorted(cell["epsilon"].unique())
                 ax.set_xticks(eps)
                 ax.set_xticklabels([f"{e:g}" for e in eps])
@@ -154,15 +165,31 @@ def make_plots(df: pd.DataFrame, out: Path) -> list[Path]:
                 ax.set_ylabel(ylabel)
                 ax.set_title(f"{dataset}: {task}\n({target})", fontsize=10)
                 ax.grid(True, alpha=0.3)
-            axes[0][0].legend(fontsize=8)
+            legend = {}
+            for ax in axes[0]:
+                for handle, label in zip(*ax.get_legend_handles_labels()):
+                    legend.setdefault(label, handle)
+            ncol = 2 if len(panels) < 3 else 4
+            fig.legend(list(legend.values()), list(legend), loc="lower center", ncol=ncol, fontsize=8)
             title = f"Figure 3 ({kind} regression)" + (f", AIM max_model_size {mms:g} MB" if mms is not None else "")
             fig.suptitle(title, fontsize=11)
-            fig.tight_layout()
+            fig.tight_layout(rect=(0, 0.02 + 0.045 * math.ceil(len(legend) / ncol), 1, 1))
             path = Path(out) / (f"figure3_{kind}" + ("" if mms is None else f"_mms{mms:g}") + ".png")
             fig.savefig(path, dpi=110)
             plt.close(fig)
             paths.append(path)
     return paths
+
+
+def _annotate_ptr(ax, rows: pd.DataFrame, means: pd.DataFrame, color: str) -> None:
+    """Label each TukeyEM point with its PTR pass count ("PTR passed/trials")."""
+    tukey = rows[rows["method"] == "tukeyem"]
+    for eps, group in tukey.groupby("epsilon"):
+        passed = int(group["ptr_passed"].astype("boolean").fillna(False).astype(bool).sum())
+        y = means.loc[np.isclose(means["epsilon"], eps), "mean"]
+        if len(y):
+            ax.annotate(f"PTR {passed}/{len(group)}", (eps, float(y.iloc[0])), textcoords="offset points",
+                        xytext=(0, 6), fontsize=7, color=color, ha="center")  # fmt: skip
 
 
 # -- summary ----------------------------------------------------------------------------------------
@@ -328,6 +355,7 @@ def summary_markdown(df: pd.DataFrame, info: dict) -> str:
                      "logistic, ACSmobility, ACSPublicCoverage) are not part of this run.")  # fmt: skip
         lines.append("")
         lines += _claims(stats, S)
+        lines += others.others_section(sub, fmt, lambda keys: ordered(keys))
         lines += investigation(stats, S, float(args["delta"]))
     lines += _release_section(info)
     lines.append("## Warnings and errors")

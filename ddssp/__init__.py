@@ -2,10 +2,19 @@
 
 Pipeline position: a release (or any marginal source) -> `statistics` (Z^T Z from pairwise
 marginals, through the `encoding` matrices A_j) -> `estimators` (DD-SSP linear/logistic).
-`baselines` fit on the private rows directly (AdaSSP, ObjPert, non-private references).
+`baselines` fit on the private rows directly (AdaSSP, ObjPert, TukeyEM, PMT, non-private references).
 """
 
-from .baselines import AdaSSP, ObjPert, PublicLinearRegression, PublicLogisticRegression
+from .baselines import (
+    AdaSSP,
+    ObjPert,
+    PMTLinearRegression,
+    PMTLogisticRegression,
+    PTRFailedError,
+    PublicLinearRegression,
+    PublicLogisticRegression,
+    TukeyEM,
+)
 from .chebyshev import chebyshev_coefficients, log_sigmoid, monomial_coefficients, numerical_recipes_coefficients
 from .encoding import (
     CATEGORICAL_PRESETS,
@@ -33,9 +42,13 @@ __all__ = [
     "EncodingOptions",
     "INTERCEPT",
     "ObjPert",
+    "PMTLinearRegression",
+    "PMTLogisticRegression",
+    "PTRFailedError",
     "PublicLinearRegression",
     "PublicLogisticRegression",
     "SufficientStatistics",
+    "TukeyEM",
     "build_encoding",
     "categorical_preset",
     "chebyshev_coefficients",

@@ -1,10 +1,11 @@
 """Everything that touches private rows or privacy: domains, datasets, contingency tables,
-zCDP accounting, secure randomness, and the exact discrete Gaussian and exponential mechanisms."""
+zCDP and mu-GDP accounting, secure randomness, and the exact discrete Gaussian and exponential mechanisms."""
 
 from .dataset import DataError, Dataset
 from .discretize import Discretizer
 from .distributed import DaskDataset  # imports dask only when a DaskDataset is built
 from .domain import Domain
+from .gdp import gdp_compose, gdp_delta, gdp_eps, gdp_mu
 from .mechanisms import (
     Measurement,
     exponential_mechanism,
@@ -33,6 +34,10 @@ __all__ = [
     "cdp_eps",
     "cdp_rho",
     "exponential_mechanism",
+    "gdp_compose",
+    "gdp_delta",
+    "gdp_eps",
+    "gdp_mu",
     "gaussian_measure",
     "measure_counts",
     "noise_source",

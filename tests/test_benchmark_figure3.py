@@ -22,10 +22,11 @@ REQUIRED = [
     "dataset", "task", "target", "method", "epsilon", "delta", "trial", "seed", "metric_name", "metric",
     "seconds", "release_seconds", "aim_rounds", "max_model_size", "release_file",
 ]  # fmt: skip
+OTHERS_LINEAR = {"tukeyem", "pmt", "pmt_release", "dp_rr"}  # TukeyEM and PMT (figure3_others)
 EXPECTED_METHODS = {  # plus the diagnostics: DD-SSP on exact marginals, the paper-calibrated AdaSSP
-    "linear": {"public", "ddssp", "aim_synth", "adassp", "ddssp_exact", "adassp_paper"},
-    "linear-no-education": {"public", "ddssp", "aim_synth", "adassp", "ddssp_exact", "adassp_paper"},
-    "logistic": {"public", "ddssp", "aim_synth", "objpert", "ddssp_exact"},
+    "linear": {"public", "ddssp", "aim_synth", "adassp", "ddssp_exact", "adassp_paper"} | OTHERS_LINEAR,
+    "linear-no-education": {"public", "ddssp", "aim_synth", "adassp", "ddssp_exact", "adassp_paper"} | OTHERS_LINEAR,
+    "logistic": {"public", "ddssp", "aim_synth", "objpert", "ddssp_exact", "pmt", "pmt_release", "dp_lr"},
 }
 
 
@@ -89,12 +90,19 @@ def test_figure3_quick_end_to_end(tmp_path):
     assert aim_rows.groupby("epsilon")["release_file"].nunique().eq(1).all()
     assert len(list(cache.glob("*.npz"))) == 2
     assert (df["seconds"] >= 0).all()
+    # TukeyEM records its PTR outcome and m; PMT its public-moment source
+    tukey = df[df["method"] == "tukeyem"]
+    assert tukey["ptr_passed"].notna().all() and (tukey["n_models"] >= 250).all()
+    assert set(df.loc[df["method"] == "pmt_release", "public_moment"]) == {"DP release (post-processing)"}
+    assert df.loc[df["method"] == "pmt", "public_moment"].str.startswith("public split").all()
+    assert (df.loc[df["method"] == "pmt", "n_train"] < df.loc[df["method"] == "adassp", "n_train"].max()).all()
 
     summary = (first_out / "summary.md").read_text()
     assert "Total wall time" in summary
     assert "|mean_d - mean_s| <= 2 sqrt(se_d^2 + se_s^2)" in summary
     assert "The paper's claims" in summary
     assert "Bug or real?" in summary
+    assert "TukeyEM PTR pass rate per epsilon" in summary and "PMT (moment from the AIM release)" in summary
     for name in ("figure3_linear_mms200.png", "figure3_logistic_mms200.png"):
         png = first_out / name
         assert png.is_file() and png.stat().st_size > 1000
@@ -123,3 +131,26 @@ def test_figure3_quick_end_to_end(tmp_path):
     assert wall2 < wall1 and second_time < first_time
     assert "2 read from the cache" in (second_out / "summary.md").read_text()
     assert math.isfinite(wall1)
+
+
+def test_tukeyem_model_count_and_public_split():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import figure3_others
+
+    from marginals.data import demo_dataset
+
+    # the largest grid m leaving >= 1 row per feature: the figure's tasks (n, p)
+    assert figure3_others.choose_models(47_842, 100) == 250  # adult (linear)
+    assert figure3_others.choose_models(47_842, 85) == 500  # adult without education
+    assert figure3_others.choose_models(50_000, 40) == 1250  # acs-income-lin
+    with pytest.raises(ValueError, match="too few"):
+        figure3_others.choose_models(1_000, 10)
+    data = demo_dataset(2_000, seed=1)
+    private, public = figure3_others.public_split(data)
+    assert len(public) == 100 and len(private) == 1_900
+    merged = pd.concat([private.to_df(), public.to_df()])
+    # the two parts partition the rows (same multiset of records)
+    key = list(data.domain.attrs)
+    assert merged.sort_values(key).reset_index(drop=True).equals(data.to_df().sort_values(key).reset_index(drop=True))
+    again, _ = figure3_others.public_split(data)
+    assert again.to_df().equals(private.to_df())  # a fixed, public choice

@@ -12,8 +12,11 @@ from ddssp import (
     DDSSPLogisticRegression,
     EncodingOptions,
     ObjPert,
+    PMTLinearRegression,
+    PMTLogisticRegression,
     PublicLinearRegression,
     PublicLogisticRegression,
+    TukeyEM,
 )
 from marginals import DataError, InsecureRandom
 from marginals.data import demo_dataset
@@ -30,9 +33,13 @@ FACTORIES = {
     "objpert": lambda cat, enc: ObjPert(1.0, 1e-6, "income", cat, enc, random_state=3),
     "public-linear": lambda cat, enc: PublicLinearRegression("hours", cat, enc),
     "public-logistic": lambda cat, enc: PublicLogisticRegression("income", cat, enc),
+    # a large epsilon so that the PTR check passes with the few models 2,500 rows allow
+    "tukeyem": lambda cat, enc: TukeyEM(50.0, 1e-6, "hours", cat, enc, n_models=40, random_state=3),
+    "pmt-linear": lambda cat, enc: PMTLinearRegression(1.0, 1e-6, "hours", cat, enc, "uniform", random_state=3),
+    "pmt-logistic": lambda cat, enc: PMTLogisticRegression(1.0, 1e-6, "income", cat, enc, "uniform", random_state=3),
 }
-LOGISTIC = {"ddssp-logistic", "aimsynth-logistic", "objpert", "public-logistic"}
-RANDOM = {"adassp", "objpert"}
+LOGISTIC = {"ddssp-logistic", "aimsynth-logistic", "objpert", "public-logistic", "pmt-logistic"}
+RANDOM = {"adassp", "objpert", "tukeyem", "pmt-linear", "pmt-logistic"}
 
 
 def make(name, categorical=None, encoding=None):

@@ -1,7 +1,19 @@
-"""Baselines on the private rows: AdaSSP (linear), ObjPert (logistic) and non-private fits."""
+"""Baselines on the private rows: AdaSSP, TukeyEM and PMT ridge (linear), ObjPert and PMT
+logistic (logistic), and non-private fits."""
 
 from .adassp import AdaSSP
 from .objpert import ObjPert
+from .pmt_models import PMTLinearRegression, PMTLogisticRegression
 from .public import PublicLinearRegression, PublicLogisticRegression
+from .tukeyem import PTRFailedError, TukeyEM
 
-__all__ = ["AdaSSP", "ObjPert", "PublicLinearRegression", "PublicLogisticRegression"]
+__all__ = [
+    "AdaSSP",
+    "ObjPert",
+    "PMTLinearRegression",
+    "PMTLogisticRegression",
+    "PTRFailedError",
+    "PublicLinearRegression",
+    "PublicLogisticRegression",
+    "TukeyEM",
+]

@@ -1,0 +1,121 @@
+"""TukeyEM (Amin, Joseph, Ribero & Vassilvitskii): DP linear regression by a private
+approximate-Tukey-median of OLS models fitted on disjoint subsets of the private rows.
+
+The algorithm (partition, depth volumes, PTR, restricted exponential mechanism, exact-depth
+sampling) lives in `ddssp.baselines.tukey`; this module wraps it as an estimator on encoded
+tables. TukeyEM needs no norm bounds, only the number of models m. It can fail: when the
+propose-test-release check does not pass, ``fit`` still returns self but holds no model
+(``ptr_passed_ = False``, ``coef_ = None``) and prediction raises `PTRFailedError`; the caller
+chooses a fallback.
+
+Accounting: (epsilon, delta)-DP under add/remove-one-row neighbours (eps/2 for the PTR check,
+eps/2 for the restricted exponential mechanism, delta for the PTR failure), from the paper's
+own analysis (Thm 3.10). Like ObjPert it is approximate DP only, so it cannot be charged to the
+zCDP `marginals.Accountant`; the guarantee is recorded in ``privacy_``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from marginals import Domain
+from marginals.randomness import RandomSource, noise_source
+
+from ..base import EncodedLinearModel
+from ..encoding import EncodingOptions
+from .common import check_privacy_params, encoded_rows
+from .tukey import tukey_em
+
+
+class PTRFailedError(RuntimeError):
+    """TukeyEM's propose-test-release check failed, so the fit released no model."""
+
+
+class TukeyEM(EncodedLinearModel):
+    """Differentially private linear regression by the approximate Tukey median of m OLS models.
+
+    Args:
+        epsilon, delta: the (epsilon, delta)-DP guarantee of one fit (add/remove one row).
+        target, categorical, encoding: as for `DDSSPLinearRegression` (linear targets only).
+        n_models: m, the number of disjoint subsets (even; each needs >= one row per feature).
+            The paper: m = 1000 is typically near-optimal; PTR needs m roughly proportional to
+            1/epsilon and growing with the number of features.
+        monotone: sample depths with P[i] ~ W_i exp(eps/2 * i) (the monotone exponential
+            mechanism, paper section 3.3.1); False uses Algorithm 3's exp(eps/2 * i / 2).
+        jitter: scale of the U(0, 1) perturbation of the models that avoids zero-volume regions.
+        accountant: must be None (approximate DP; see the module docstring).
+        random_state: None (default: noise from the OS's secure source), or for tests only an int
+            seed / `marginals.InsecureRandom`, which warns and records ``private: False``.
+
+    Learned: ``ptr_passed_``, ``coef_``/``intercept_`` (None if PTR failed), ``distance_`` (the
+    Lemma 3.6 bound k), ``noisy_distance_``, ``threshold_``, ``depth_`` (sampled depth or None),
+    ``n_models_``, ``privacy_`` ({"epsilon", "delta", "mechanism", "neighbours", "private"}).
+    """
+
+    def __init__(
+        self,
+        epsilon: float,
+        delta: float,
+        target: str,
+        categorical: Sequence[str] | None = None,
+        encoding: EncodingOptions | None = None,
+        n_models: int = 1000,
+        monotone: bool = True,
+        jitter: float = 1e-10,
+        accountant: Any = None,
+        random_state: int | RandomSource | None = None,
+    ) -> None:
+        self.epsilon = epsilon
+        self.delta = delta
+        self.target = target
+        self.categorical = categorical
+        self.encoding = encoding
+        self.n_models = n_models
+        self.monotone = monotone
+        self.jitter = jitter
+        self.accountant = accountant
+        self.random_state = random_state
+
+    def fit(self, data: Any, domain: Domain | None = None) -> "TukeyEM":
+        """Fit on the private rows (a `Dataset` or a DataFrame of codes with ``domain``); when the
+        PTR check fails the estimator holds no model (``ptr_passed_`` False)."""
+        epsilon, delta = check_privacy_params(self.epsilon, self.delta)
+        if self.accountant is not None:
+            raise ValueError(
+                "TukeyEM's guarantee is (epsilon, delta)-DP from propose-test-release, not zCDP; leave "
+                "accountant=None and compose its (epsilon, delta) (recorded in privacy_) by (epsilon, delta) composition"
+            )
+        if not (self.jitter >= 0 and np.isfinite(self.jitter)):
+            raise ValueError(f"jitter must be a finite number >= 0, got {self.jitter}")
+        if isinstance(self.n_models, bool) or not isinstance(self.n_models, (int, np.integer)):
+            raise TypeError(f"n_models must be an int, got {self.n_models!r}")
+        encoding, X, y = encoded_rows(self, data, domain, "linear")
+        rng = noise_source(self.random_state, "random_state")
+        result = tukey_em(X, y, int(self.n_models), epsilon, delta, rng, bool(self.monotone), float(self.jitter))
+
+        self.privacy_ = {"epsilon": epsilon, "delta": delta,
+                         "mechanism": "TukeyEM: PTR check (eps/2) + restricted exponential mechanism (eps/2)",
+                         "neighbours": "add/remove one row", "private": rng.private}  # fmt: skip
+        self.ptr_passed_ = result.passed
+        self.distance_ = result.distance
+        self.noisy_distance_ = float(result.noisy_distance)
+        self.threshold_ = result.threshold
+        self.depth_ = result.depth
+        self.n_models_ = result.n_models
+        if result.passed:
+            self._set_solution(result.coef, encoding)
+        else:
+            self._set_solution(np.zeros(encoding.n_features), encoding)  # names and encoding only
+            self.coef_ = None
+            self.intercept_ = None
+        return self
+
+    def _check_fitted(self) -> None:
+        super()._check_fitted()
+        if not self.ptr_passed_:
+            raise PTRFailedError(
+                f"TukeyEM released no model: the PTR check failed (distance bound {self.distance_}, noisy "
+                f"{self.noisy_distance_:.3g} < threshold {self.threshold_:.3g}); use more models or a fallback"
+            )

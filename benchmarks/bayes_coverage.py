@@ -145,6 +145,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--boot", type=int, default=100)
     parser.add_argument("--mms", type=float, default=4.0, help="AIM max_model_size (MB)")
     parser.add_argument("--seed", type=int, default=16)
+    parser.add_argument("--bayes-epsilons", type=float, nargs="+", default=[0.1, 1.0])
+    parser.add_argument("--datasets", type=int, default=5, help="synthetic data sets per epsilon (posterior calibration)")
+    parser.add_argument("--samples", type=int, default=200, help="NUTS draws per chain (as many warm-up)")
+    parser.add_argument("--bayes-trials", type=int, default=1)
+    parser.add_argument("--naive", action="store_true", help="also the plug-in posterior that ignores the noise")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "bayes")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
@@ -158,6 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"DD-SSP interval coverage ({time.perf_counter() - start:.0f}s)")
         print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     if args.part in ("posterior", "all"):
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
         from bayes_posterior_bench import run_posterior  # noqa: PLC0415 (needs the bayes extra)
 
         run_posterior(args)

@@ -107,8 +107,8 @@ def oue_posterior(reports: np.ndarray, epsilon: float, num_samples: int = 500, n
         theta = numpyro.sample("theta", dist.Dirichlet(jnp.ones(patterns.shape[1])))
         numpyro.factor("oue", (counts * oue_record_log_likelihood(theta, patterns, epsilon, jnp)).sum())
 
-    samples, rhat = run_nuts(model, {"patterns": jnp.asarray(patterns), "counts": jnp.asarray(counts)},
-                             num_samples, None, num_chains, seed)  # fmt: skip
+    data = {"patterns": jnp.asarray(patterns), "counts": jnp.asarray(counts)}
+    samples, rhat = run_nuts(model, data, num_samples, None, num_chains, seed)
     return samples["theta"], rhat
 
 

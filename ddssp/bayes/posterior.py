@@ -23,12 +23,13 @@ jax and numpyro are imported only when a posterior is fitted, so the core runs w
 
 from __future__ import annotations
 
+import functools
 import warnings
 from typing import Any, Callable
 
 import numpy as np
 
-from .moments import glm_moments
+from .moments import glm_moments, vech_pairs
 from .release import FAMILIES, NoisyStatistics
 
 #: added to the diagonal of the likelihood covariance (relative to its mean diagonal).
@@ -53,6 +54,10 @@ def require_numpyro() -> tuple[Any, Any, Any]:
     return jax, numpyro, dist
 
 
+#: compiled samplers reused across fits of the same model, shapes and settings (jit_model_args).
+_SAMPLERS: dict = {}
+
+
 def run_nuts(
     model: Callable[..., None],
     data: dict,
@@ -61,29 +66,42 @@ def run_nuts(
     num_chains: int = 4,
     seed: int = 0,
     chain_method: str = "vectorized",
-    init_values: dict | None = None,
+    cache_key: Any = None,
+    init_params: dict | None = None,
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """NUTS samples grouped by chain ({site: (chains, draws, ...)}) and the split R-hat of every site."""
+    """NUTS samples grouped by chain ({site: (chains, draws, ...)}) and the split R-hat of every site.
+
+    ``data`` holds the model's array arguments only (they are traced, so a sampler compiled once
+    per ``cache_key`` and array shapes is reused by later calls: no recompilation per data set).
+    ``init_params``: unconstrained starting values with a leading chain axis (None: prior medians).
+    """
     jax, numpyro, _ = require_numpyro()
     from numpyro.diagnostics import split_gelman_rubin
-    from numpyro.infer import MCMC, NUTS, init_to_median, init_to_value
+    from numpyro.infer import MCMC, NUTS, init_to_median
 
-    init = init_to_value(values=init_values) if init_values else init_to_median()
-    mcmc = MCMC(
-        NUTS(model, init_strategy=init, target_accept_prob=0.85),
-        num_warmup=num_samples if num_warmup is None else num_warmup,
-        num_samples=num_samples,
-        num_chains=num_chains,
-        chain_method=chain_method,
-        progress_bar=False,
-    )
-    mcmc.run(jax.random.PRNGKey(seed), **data)
+    warmup = num_samples if num_warmup is None else num_warmup
+    shapes = tuple((k, tuple(np.shape(v))) for k, v in sorted(data.items()))
+    key = (cache_key, shapes, warmup, num_samples, num_chains, chain_method) if cache_key is not None else None
+    mcmc = _SAMPLERS.get(key) if key is not None else None
+    if mcmc is None:
+        mcmc = MCMC(
+            NUTS(model, init_strategy=init_to_median(), target_accept_prob=0.85, dense_mass=True),
+            num_warmup=warmup,
+            num_samples=num_samples,
+            num_chains=num_chains,
+            chain_method=chain_method,
+            progress_bar=False,
+            jit_model_args=key is not None,
+        )
+        if key is not None:
+            _SAMPLERS[key] = mcmc
+    mcmc.run(jax.random.PRNGKey(seed), init_params=init_params, **data)
     samples = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()}
     rhat = {k: np.asarray(split_gelman_rubin(v)) for k, v in samples.items() if num_chains > 1}
     return samples, rhat
 
 
-def glm_model(z: Any, noise_cov: Any, n: float, d: int, family: str, theta_cap: float, scale_sd: float,
+def glm_model(z: Any, noise_cov: Any, n: Any, d: int, family: str, theta_cap: float, scale_sd: float,
               lkj_eta: float, noise_sd: float, noise_aware: bool = True) -> None:  # fmt: skip
     """The numpyro model of the module docstring (observed site ``z``)."""
     import jax.numpy as jnp
@@ -170,13 +188,15 @@ class NoiseAwareGLM:
         require_numpyro()
         import jax.numpy as jnp
 
-        data = {
-            "z": jnp.asarray(stats.z), "noise_cov": jnp.asarray(stats.noise_cov), "n": float(stats.n), "d": stats.d,
-            "family": stats.family, "theta_cap": float(self.theta_cap), "scale_sd": float(self.scale_sd),
+        static = {
+            "d": stats.d, "family": stats.family, "theta_cap": float(self.theta_cap), "scale_sd": float(self.scale_sd),
             "lkj_eta": float(self.lkj_eta), "noise_sd": float(self.noise_sd), "noise_aware": bool(self.noise_aware),
         }  # fmt: skip
+        data = {"z": jnp.asarray(stats.z), "noise_cov": jnp.asarray(stats.noise_cov), "n": jnp.asarray(float(stats.n))}
+        model = functools.partial(glm_model, **static)
         self.samples_, rhat = run_nuts(
-            glm_model, data, self.num_samples, self.num_warmup, self.num_chains, self.random_state, self.chain_method
+            model, data, self.num_samples, self.num_warmup, self.num_chains, self.random_state, self.chain_method,
+            cache_key=("glm", tuple(sorted(static.items()))), init_params=self._init_params(model, data, stats),
         )
         theta = self.samples_["theta"]
         self.coef_samples_ = theta.reshape(-1, stats.d)
@@ -193,6 +213,43 @@ class NoiseAwareGLM:
         self.n_features_in_ = stats.d
         self.coef_interval_ = self.conf_int(0.1)
         return self
+
+    def _init_params(self, model: Callable[..., None], data: dict, stats: NoisyStatistics) -> dict:
+        """Chains start near Sigma_hat = X^T X / N read off the noisy statistics (PSD-projected) and a
+        small theta, each with its own jitter: prior medians can make the Taylor covariance indefinite."""
+        import jax
+        import jax.numpy as jnp
+        from numpyro.infer.util import potential_energy, unconstrain_fn
+
+        d = stats.d
+        gram = np.zeros((d, d))
+        if stats.family == "logistic":
+            entries, pairs = stats.z[d:], vech_pairs(d)
+        else:
+            entries, pairs = stats.z, vech_pairs(d + 1)
+        for (p, q), value in zip(pairs, entries):
+            if p < d and q < d:
+                gram[p, q] = gram[q, p] = value
+        eigval, eigvec = np.linalg.eigh(gram / max(stats.n, 1))
+        Sigma = (eigvec * np.maximum(eigval, 1e-4 * max(eigval.max(), 1e-6) + 1e-8)) @ eigvec.T
+        tau = np.sqrt(np.diag(Sigma))
+        rng = np.random.default_rng(self.random_state)
+        chains = []
+        for attempt in range(20 * self.num_chains):
+            if len(chains) == self.num_chains:
+                break
+            values = {"tau": tau * np.exp(0.1 * rng.normal(size=d)), "p": rng.normal(size=d), "rho": 0.05 * d}
+            if d > 1:
+                values["L_omega"] = np.linalg.cholesky(Sigma / np.outer(tau, tau))
+            if stats.family == "linear":
+                values["noise_sd"] = 0.3 * self.noise_sd
+            start = unconstrain_fn(model, (), dict(data), {k: jnp.asarray(v) for k, v in values.items()})
+            energy, grad = jax.value_and_grad(lambda u: potential_energy(model, (), dict(data), u))(start)
+            if np.isfinite(float(energy)) and all(np.all(np.isfinite(np.asarray(g))) for g in jax.tree_util.tree_leaves(grad)):
+                chains.append(start)
+        if len(chains) < self.num_chains:
+            return None  # fall back to the prior medians
+        return {k: jnp.stack([c[k] for c in chains]) for k in chains[0]}
 
     def conf_int(self, alpha: float = 0.1) -> np.ndarray:
         """(d, 2) central credible intervals of posterior mass 1 - alpha."""

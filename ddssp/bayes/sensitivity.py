@@ -20,6 +20,7 @@ with Phi(D/(2s) - eps s/D) - e^eps Phi(-D/(2s) - eps s/D) <= delta.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 from scipy.optimize import brentq, minimize
@@ -65,6 +66,7 @@ def linear_sensitivity_bound(R: float = 1.0, R_y: float = 1.0, sigmas: tuple[flo
     )
 
 
+@lru_cache(maxsize=64)
 def linear_sensitivity(R: float = 1.0, R_y: float = 1.0) -> float:
     """Exact Delta of [t2(x), y x, y^2] with common noise, ||x|| <= R, |y| <= R_y (sqrt(2)-scaled t2).
 
@@ -93,6 +95,7 @@ def gaussian_delta(sigma: float, sensitivity: float, epsilon: float) -> float:
     return max(0.0, first - second)
 
 
+@lru_cache(maxsize=256)
 def analytic_gaussian_sigma(sensitivity: float, epsilon: float, delta: float) -> float:
     """Smallest sigma making the Gaussian mechanism (epsilon, delta)-DP (analytic Gaussian mechanism)."""
     _positive(sensitivity=sensitivity, epsilon=epsilon)

@@ -84,3 +84,23 @@ def test_oue_posterior_stays_on_the_simplex(numpyro):
     assert np.all(rhat["theta"] < 1.1)
     point = project_simplex(oue_estimate(reports, 0.5))
     assert np.abs(flat.mean(axis=0) - truth).max() < 0.25 and np.abs(point - truth).max() < 0.35
+
+
+@pytest.mark.slow
+def test_linear_posterior_credible_intervals_are_calibrated(numpyro):
+    from ddssp.bayes.posterior import NoiseAwareGLM
+
+    theta = np.array([0.6, -0.4])
+    covered = []
+    for rep in range(6):
+        rng = np.random.default_rng(100 + rep)
+        X = clip_rows(rng.normal(0, 0.4, size=(1000, 2)), 1.0)
+        y = np.clip(X @ theta + rng.normal(0, 0.2, size=1000), -1, 1)
+        stats = gaussian_ssp(X, y, "linear", 1.0, 1e-5, random_state=InsecureRandom(rep, warn=False))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            post = NoiseAwareGLM(num_samples=200, random_state=rep).fit(stats)
+        ci = post.conf_int(0.1)
+        covered += list((ci[:, 0] <= theta) & (theta <= ci[:, 1]))
+    # 12 intervals at nominal 90%: fewer than 7 covered has probability < 0.1% if calibrated
+    assert sum(covered) >= 7, np.mean(covered)

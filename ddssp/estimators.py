@@ -25,6 +25,7 @@ from marginals import Dataset, Domain
 from marginals.randomness import sampling_rng
 
 from .base import EncodedLinearModel, as_dataset, as_marginal_source
+from .bayes.intervals import CoefficientIntervalMixin
 from .chebyshev import chebyshev_coefficients, log_sigmoid, monomial_coefficients
 from .encoding import EncodingOptions
 from .baselines.public import fit_encoded
@@ -32,7 +33,7 @@ from .solvers import DEFAULT_RIDGE, quadratic_logistic_solution, solve_normal_eq
 from .statistics import sufficient_statistics
 
 
-class DDSSPLinearRegression(EncodedLinearModel):
+class DDSSPLinearRegression(CoefficientIntervalMixin, EncodedLinearModel):
     """Linear regression theta = (X^T X + ridge I)^-1 X^T y with X^T X, X^T y from marginals.
 
     Args:
@@ -41,9 +42,16 @@ class DDSSPLinearRegression(EncodedLinearModel):
         encoding: `EncodingOptions` (reference level, numeric scaling, intercept).
         ridge: added to the diagonal of X^T X; the default 1e-12 is absolute, like the paper's
             code, and only guards exact singularity (see `ddssp.solvers`).
+        interval: None, or coefficient intervals on a release by a parametric bootstrap of the
+            measurement noise (`ddssp.bayes.intervals`): "measurements" (fast: noise of the measured
+            blocks through the encoding) or "refit" (through the model fit; slow). They cover the
+            measurement noise, not the model's bias on pairs it only inferred.
+        n_boot, interval_alpha, interval_kind: bootstrap replicates, nominal level 1 - interval_alpha, "basic" or "percentile".
+        random_state: seed of the bootstrap (post-processing of the public release, so a seed is safe).
 
     Learned: ``coef_``, ``intercept_`` (0.0 without an intercept column), ``feature_names_in_``,
-    ``n_features_in_``, ``encoding_``, ``statistics_`` (X^T X, X^T y, y^T y, n read off the marginals).
+    ``n_features_in_``, ``encoding_``, ``statistics_`` (X^T X, X^T y, y^T y, n read off the marginals);
+    with ``interval`` set also ``bootstrap_`` and ``coef_interval_`` (= ``conf_int()``).
     """
 
     def __init__(
@@ -52,11 +60,21 @@ class DDSSPLinearRegression(EncodedLinearModel):
         categorical: Sequence[str] | None = None,
         encoding: EncodingOptions | None = None,
         ridge: float = DEFAULT_RIDGE,
+        interval: str | None = None,
+        n_boot: int = 200,
+        interval_alpha: float = 0.1,
+        interval_kind: str = "basic",
+        random_state: int | None = None,
     ) -> None:
         self.target = target
         self.categorical = categorical
         self.encoding = encoding
         self.ridge = ridge
+        self.interval = interval
+        self.n_boot = n_boot
+        self.interval_alpha = interval_alpha
+        self.interval_kind = interval_kind
+        self.random_state = random_state
 
     def fit(self, source: Any, domain: Domain | None = None) -> "DDSSPLinearRegression":
         """Fit from a release, a `Dataset` (exact marginals) or a DataFrame of codes with ``domain``."""
@@ -64,10 +82,11 @@ class DDSSPLinearRegression(EncodedLinearModel):
         encoding = self._encoding(source.domain, "linear")
         self.statistics_ = sufficient_statistics(source, encoding)
         self._set_solution(solve_normal_equations(self.statistics_.XtX, self.statistics_.Xty, self.ridge), encoding)
+        self._fit_intervals(source)
         return self
 
 
-class DDSSPLogisticRegression(EncodedLinearModel):
+class DDSSPLogisticRegression(CoefficientIntervalMixin, EncodedLinearModel):
     """Logistic regression maximising a degree-2 Chebyshev approximation of the log-likelihood.
 
     With y in {-1, +1} the approximation is n b0 + b1 theta.X^T y + b2 theta^T X^T X theta
@@ -83,8 +102,14 @@ class DDSSPLogisticRegression(EncodedLinearModel):
         method: "interpolation" (at Chebyshev nodes, as the paper) or "projection".
         alpha: L2 penalty (alpha/2)||theta||^2 subtracted from the approximate log-likelihood.
         ridge: numerical safeguard added to X^T X (default 1e-12, absolute).
+        interval: None, or coefficient intervals on a release by a parametric bootstrap of the
+            measurement noise (`ddssp.bayes.intervals`): "measurements" (fast: noise of the measured
+            blocks through the encoding) or "refit" (through the model fit; slow). They cover the
+            measurement noise, not the model's bias on pairs it only inferred.
+        n_boot, interval_alpha, interval_kind: bootstrap replicates, nominal level 1 - interval_alpha, "basic" or "percentile".
+        random_state: seed of the bootstrap (post-processing of the public release, so a seed is safe).
 
-    Learned: as `DDSSPLinearRegression`, plus ``classes_`` ([0, 1]), ``cheb_coef_`` (Chebyshev-basis
+    Learned: as `DDSSPLinearRegression` (intervals included), plus ``classes_`` ([0, 1]), ``cheb_coef_`` (Chebyshev-basis
     coefficients in t = s / radius, numpy convention) and ``monomial_coef_`` (b_0, b_1, b_2 in s).
     """
 
@@ -98,6 +123,11 @@ class DDSSPLogisticRegression(EncodedLinearModel):
         method: str = "interpolation",
         alpha: float = 0.0,
         ridge: float = DEFAULT_RIDGE,
+        interval: str | None = None,
+        n_boot: int = 200,
+        interval_alpha: float = 0.1,
+        interval_kind: str = "basic",
+        random_state: int | None = None,
     ) -> None:
         self.target = target
         self.categorical = categorical
@@ -107,6 +137,11 @@ class DDSSPLogisticRegression(EncodedLinearModel):
         self.method = method
         self.alpha = alpha
         self.ridge = ridge
+        self.interval = interval
+        self.n_boot = n_boot
+        self.interval_alpha = interval_alpha
+        self.interval_kind = interval_kind
+        self.random_state = random_state
 
     def fit(self, source: Any, domain: Domain | None = None) -> "DDSSPLogisticRegression":
         """Fit from a release, a `Dataset` (exact marginals) or a DataFrame of codes with ``domain``."""
@@ -125,6 +160,7 @@ class DDSSPLogisticRegression(EncodedLinearModel):
             self.statistics_.XtX, self.statistics_.Xty, self.monomial_coef_, self.alpha, self.ridge
         )
         self._set_solution(theta, encoding)
+        self._fit_intervals(source)
         return self
 
 

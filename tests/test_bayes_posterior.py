@@ -1,0 +1,106 @@
+"""The noise-aware NUTS posterior (needs the bayes extra) and the core's independence from JAX."""
+
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+from ddssp.bayes.release import clip_rows, exact_statistics, gaussian_ssp, local_ssp
+from marginals.randomness import InsecureRandom
+
+THETA = np.array([-0.9, -0.5, 0.3])
+
+
+def test_core_imports_without_jax():
+    code = (
+        "import sys; sys.modules['jax'] = None; sys.modules['numpyro'] = None\n"
+        "import ddssp, ddssp.bayes.posterior, ddssp.bayes.ldp, ddssp.bayes.intervals, ddssp.bayes.release\n"
+        "from ddssp.bayes.posterior import NoiseAwareGLM, require_numpyro\n"
+        "try:\n    require_numpyro()\nexcept ImportError as e:\n    print('clear:', 'dp-marginals[bayes]' in str(e))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "clear: True" in out.stdout
+
+
+def _synthetic(seed, n=1000, d=3):
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(d, d))
+    S = A @ A.T + 0.3 * np.eye(d)
+    S *= 0.25 * d / np.trace(S)
+    X = clip_rows(rng.multivariate_normal(np.zeros(d), S, size=n), 1.0)
+    y = np.where(rng.random(n) < 1 / (1 + np.exp(-X @ THETA)), 1.0, -1.0)
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def numpyro():
+    return pytest.importorskip("numpyro", reason="the bayes extra (numpyro, jax) is not installed: pip install '.[bayes]'")
+
+
+@pytest.mark.slow
+def test_logistic_posterior_has_the_right_signs(numpyro):
+    from ddssp.bayes.posterior import NoiseAwareGLM
+
+    X, y = _synthetic(0, n=4000)
+    stats = gaussian_ssp(X, y, "logistic", 10.0, 1e-5, random_state=InsecureRandom(0, warn=False))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        post = NoiseAwareGLM(num_samples=300, random_state=0).fit(stats)
+    assert post.coef_samples_.shape == (4 * 300, 3)
+    assert np.all(np.sign(post.coef_) == np.sign(THETA)), post.coef_  # guards the Eq. 5 sign erratum
+    assert np.all(post.rhat_ < 1.1) and post.converged_
+    ci = post.conf_int(0.1)
+    assert np.all(ci[:, 0] < post.coef_) and np.all(post.coef_ < ci[:, 1])
+
+
+@pytest.mark.slow
+def test_noise_widens_the_posterior_and_ldp_sum_fits(numpyro):
+    from ddssp.bayes.posterior import NoiseAwareGLM
+
+    X, y = _synthetic(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exact = NoiseAwareGLM(num_samples=300, random_state=1).fit(exact_statistics(X, y, "logistic"))
+        noisy = NoiseAwareGLM(num_samples=300, random_state=1).fit(
+            local_ssp(X, y, "logistic", 2.0, 1e-5, random_state=InsecureRandom(1, warn=False))
+        )
+    width = lambda post: np.diff(post.conf_int(0.1), axis=1).mean()
+    assert width(noisy) > 1.5 * width(exact)  # aggregate LDP noise N sigma^2 is in the likelihood
+
+
+@pytest.mark.slow
+def test_oue_posterior_stays_on_the_simplex(numpyro):
+    from ddssp.bayes.ldp import oue_estimate, oue_perturb, oue_posterior, project_simplex
+
+    rng = np.random.default_rng(0)
+    truth = np.array([0.7, 0.2, 0.1])
+    items = rng.choice(3, size=300, p=truth)
+    reports = oue_perturb(items, 3, 0.5, InsecureRandom(0, warn=False))
+    draws, rhat = oue_posterior(reports, 0.5, num_samples=300, seed=0)
+    flat = draws.reshape(-1, 3)
+    assert np.all(flat >= 0) and np.allclose(flat.sum(axis=1), 1.0)
+    assert np.all(rhat["theta"] < 1.1)
+    point = project_simplex(oue_estimate(reports, 0.5))
+    assert np.abs(flat.mean(axis=0) - truth).max() < 0.25 and np.abs(point - truth).max() < 0.35
+
+
+@pytest.mark.slow
+def test_linear_posterior_credible_intervals_are_calibrated(numpyro):
+    from ddssp.bayes.posterior import NoiseAwareGLM
+
+    theta = np.array([0.6, -0.4])
+    covered = []
+    for rep in range(6):
+        rng = np.random.default_rng(100 + rep)
+        X = clip_rows(rng.normal(0, 0.4, size=(1000, 2)), 1.0)
+        y = np.clip(X @ theta + rng.normal(0, 0.2, size=1000), -1, 1)
+        stats = gaussian_ssp(X, y, "linear", 1.0, 1e-5, random_state=InsecureRandom(rep, warn=False))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            post = NoiseAwareGLM(num_samples=200, random_state=rep).fit(stats)
+        ci = post.conf_int(0.1)
+        covered += list((ci[:, 0] <= theta) & (theta <= ci[:, 1]))
+    # 12 intervals at nominal 90%: fewer than 7 covered has probability < 0.1% if calibrated
+    assert sum(covered) >= 7, np.mean(covered)

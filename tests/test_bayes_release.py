@@ -1,0 +1,68 @@
+"""Gaussian SSP (central) and LDP-sum releases: noise scale, clipping, accounting, secure noise."""
+
+import math
+
+import numpy as np
+import pytest
+
+from ddssp.bayes.release import clip_rows, exact_statistics, gaussian_ssp, local_ssp, ssp_sensitivity
+from ddssp.bayes.sensitivity import analytic_gaussian_sigma
+from marginals import Accountant
+from marginals.randomness import InsecureRandom
+
+
+def _data(n=500, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(0, 0.5, size=(n, d))
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    return X, y
+
+
+def test_clip_rows_bounds_the_norm_and_keeps_short_rows():
+    X = np.array([[3.0, 4.0], [0.3, 0.4]])
+    out = clip_rows(X, 1.0)
+    np.testing.assert_allclose(out, [[0.6, 0.8], [0.3, 0.4]])
+
+
+def test_gaussian_ssp_noise_and_ledger():
+    X, y = _data()
+    acct = Accountant(10.0)
+    stats = gaussian_ssp(X, y, "logistic", 1.0, 1e-5, accountant=acct, random_state=InsecureRandom(0, warn=False))
+    sigma = analytic_gaussian_sigma(math.sqrt(4.5), 1.0, 1e-5)
+    assert stats.sigma == pytest.approx(sigma) and stats.sensitivity == pytest.approx(math.sqrt(4.5))
+    np.testing.assert_allclose(stats.noise_cov, sigma**2 * np.eye(stats.z.size))
+    assert acct.spent == pytest.approx(4.5 / (2 * sigma**2))
+    assert acct.charges[0].mechanism == "gaussian_ssp" and acct.charges[0].params["neighbours"] == "replace-one"
+    assert stats.n == 500 and stats.z.size == 3 + 6 and not stats.private  # N is public, never noised
+    exact = exact_statistics(X, y, "logistic")
+    resid = stats.z - exact.z
+    assert np.all(np.abs(resid) < 6 * sigma) and np.abs(resid).max() > 0.1 * sigma
+
+
+def test_gaussian_ssp_noise_has_the_calibrated_variance():
+    X, y = _data(50)
+    exact = exact_statistics(X, y, "linear").z
+    resid = np.array([gaussian_ssp(X, y, "linear", 1.0, 1e-5, random_state=InsecureRandom(s, warn=False)).z - exact for s in range(300)])
+    sigma = analytic_gaussian_sigma(ssp_sensitivity("linear"), 1.0, 1e-5)
+    assert resid.std() == pytest.approx(sigma, rel=0.05)
+
+
+def test_local_ssp_aggregate_noise_is_n_sigma_squared():
+    X, y = _data(40)
+    exact = exact_statistics(X, y, "logistic").z
+    draws = np.array([local_ssp(X, y, "logistic", 2.0, 1e-5, random_state=InsecureRandom(s, warn=False)).z - exact for s in range(300)])
+    stats = local_ssp(X, y, "logistic", 2.0, 1e-5, random_state=InsecureRandom(0, warn=False))
+    assert stats.noise_cov[0, 0] == pytest.approx(40 * stats.sigma**2)
+    assert draws.var() == pytest.approx(40 * stats.sigma**2, rel=0.06)
+
+
+def test_release_validation():
+    X, y = _data(10)
+    with pytest.raises(ValueError, match="-1 or \\+1"):
+        gaussian_ssp(X, (y + 1) / 2, "logistic", 1.0, 1e-5, random_state=InsecureRandom(0, warn=False))
+    with pytest.raises(ValueError):
+        gaussian_ssp(X, y, "poisson", 1.0, 1e-5)
+    with pytest.raises(TypeError):
+        gaussian_ssp(X, y, "logistic", 1.0, 1e-5, random_state=np.random.default_rng(0))
+    stats = gaussian_ssp(X * 10, y * 5, "linear", 1.0, 1e-5)  # secure default source
+    assert stats.private and stats.z.size == 10

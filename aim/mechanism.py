@@ -32,6 +32,7 @@ from pgm.estimation import estimate
 from pgm.junction_tree import model_size_mb
 
 from .release import Release
+from .size_filter import filter_candidates
 from .workload import Clique, all_k_way, candidates, normalize_workload
 
 MEASURE_SHARE = 0.9  # of each round's budget; the rest pays for the selection
@@ -276,10 +277,4 @@ class AIM:
     @staticmethod
     def _filter(domain, model, cand_list: list[Clique], size_limit: float) -> list[Clique]:
         """Candidates inside a junction-tree node (free), or whose hypothetical model fits ``size_limit``."""
-        nodes = [set(n) for n in model.tree.nodes]
-        base = list(model.cliques)
-        allowed = []
-        for r in cand_list:
-            if any(set(r) <= n for n in nodes) or model_size_mb(domain, base + [r]) <= size_limit:
-                allowed.append(r)
-        return allowed
+        return filter_candidates(domain, model, cand_list, size_limit)

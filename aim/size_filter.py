@@ -13,10 +13,11 @@ gives exactly the same number (same integer cell count) at a fraction of the cos
   in G + r is the same (keys of other attributes are unchanged and the extra edges only raise
   the keys of r's attributes), and so are the elimination cliques; fill edges can only absorb
   extra edges. From that step on, G + r is eliminated from G's recorded state.
-- An elimination clique can only be contained in an earlier one (it holds its own attribute,
-  which later cliques lack), so a clique counts towards the size iff it is not a subset of an
-  earlier clique: G's prefix sum carries over, and each new clique is checked against the
-  earlier ones.
+- An elimination clique K_v = {v} + N(v) can only be contained in an earlier one (it holds v,
+  which later cliques lack), and it is contained in an earlier one iff some earlier attribute u
+  had N(u) = K_v exactly (follow the elimination-tree parents from any earlier superset: each
+  step keeps K_v inside the next neighbourhood, and the chain ends at v). So a clique counts
+  towards the size iff it is not among the earlier neighbourhoods: one set lookup.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ class SizeFilter:
         self.adjacency = adj
         self.node_masks = [self.mask(n) for n in nodes]
         self._trace(adj)
+        self.alive_masks = [sum(1 << u for u in state[2]) for state in self.states]
 
     def mask(self, attrs: Sequence[str]) -> int:
         """The bitmask of ``attrs`` (bit i = domain attribute i)."""
@@ -78,20 +80,16 @@ class SizeFilter:
         self.order: list[int] = []
         self.states: list[tuple[list[int], list[int], list[int]]] = []  # (adjacency, keys, alive) before step k
         self.cliques: list[int] = []
-        self.counted: list[int] = []  # cliques not inside an earlier one (the maximal cliques)
         self.prefix = [0]  # prefix[k]: cells of the counted cliques among the first k
-        self.n_counted = [0]  # n_counted[k]: how many of the first k cliques count
+        seps: set[int] = set()
         for _ in range(n):
             self.states.append((list(adj), list(keys), list(alive)))
             v = min(alive, key=keys.__getitem__)
             clique = self._eliminate(v, adj, keys, alive)
-            counted = not any(clique & ~c == 0 for c in self.counted)
             self.cliques.append(clique)
             self.order.append(v)
-            if counted:
-                self.counted.append(clique)
-            self.prefix.append(self.prefix[-1] + (self.cells(clique) if counted else 0))
-            self.n_counted.append(len(self.counted))
+            self.prefix.append(self.prefix[-1] + (0 if clique in seps else self.cells(clique)))
+            seps.add(clique & ~(1 << v))
         self.size_cells = self.prefix[-1]
 
     def _eliminate(self, v: int, adj: list[int], keys: list[int], alive: list[int]) -> int:
@@ -103,28 +101,30 @@ class SizeFilter:
         alive.remove(v)
         return nbrs | bit
 
-    def _follow(self, extra: dict[int, int]) -> tuple[int | None, int, list[int] | None]:
-        """Replay G's order on G + r (``extra``: the edges G lacks, updated in place).
+    def _follow(
+        self, extra: dict[int, int], start: int, seps: set[int] | None, total: int
+    ) -> tuple[int | None, int, set[int] | None]:
+        """Replay G's order from step ``start`` on a graph that is G's state there plus ``extra``.
 
-        Returns (None, cells, _) when G + r makes G's choice at every step, else the step k at
-        which it chooses differently, with the cells and counted cliques so far (``None``: still
-        G's own prefix, i.e. G's prefix sums apply).
+        ``extra`` (the edges G lacks, updated in place) must be symmetric. Returns (None, cells,
+        _) when the greedy choice is G's at every remaining step, else the step k at which it
+        differs, with the cells counted and the neighbourhood set so far (``seps`` None: the
+        cliques so far are G's own, so G's prefix sums apply).
         """
-        counted, total = None, 0
-        for k, v in enumerate(self.order):
+        for k in range(start, len(self.order)):
+            v = self.order[k]
             if not extra:
-                if counted is None:
+                if seps is None:
                     return None, self.size_cells, None
-                for c in self.cliques[k:]:  # the rest is G's elimination; counting may differ
-                    if not any(c & ~d == 0 for d in counted):
-                        total += self.cells(c)
-                        counted.append(c)
-                return None, total, counted
+                for c, u in zip(self.cliques[k:], self.order[k:]):  # the rest is G's elimination
+                    total += 0 if c in seps else self.cells(c)
+                    seps.add(c & ~(1 << u))
+                return None, total, seps
             adj, keys, alive = self.states[k]
             if v in extra:  # its key went up: is it still the greedy choice?
                 best = min(alive, key=lambda u: (keys[u] if u not in extra else self.cells(adj[u] | extra[u] | 1 << u), u))
                 if best != v:
-                    return k, total, counted
+                    return k, total, seps
             nbrs = adj[v] | extra.pop(v, 0)
             bit = 1 << v
             after = self.states[k + 1][0] if k + 1 < len(self.states) else None
@@ -134,13 +134,16 @@ class SizeFilter:
                     extra[u] = more
                 else:
                     extra.pop(u, None)
-            clique = nbrs | bit
-            if counted is None and clique != self.cliques[k]:
-                counted, total = self.counted[: self.n_counted[k]], self.prefix[k]
-            if counted is not None and not any(clique & ~d == 0 for d in counted):
-                total += self.cells(clique)
-                counted.append(clique)
-        return None, (self.size_cells if counted is None else total), counted
+            if seps is None and nbrs | bit != self.cliques[k]:
+                seps, total = self._seps(k), self.prefix[k]
+            if seps is not None:
+                total += 0 if nbrs | bit in seps else self.cells(nbrs | bit)
+                seps.add(nbrs)
+        return None, (self.size_cells if seps is None else total), seps
+
+    def _seps(self, k: int) -> set[int]:
+        """The neighbourhoods (at elimination) of G's first k eliminated attributes."""
+        return {c & ~(1 << v) for c, v in zip(self.cliques[:k], self.order[:k])}
 
     def inside_node(self, mask: int) -> bool:
         """True when the attribute set lies inside one junction-tree node of the current model."""
@@ -156,23 +159,36 @@ class SizeFilter:
                 extra[i] = more
         if not extra:
             return self.size_cells
-        # G + r makes G's choices while the extra edges do not change the greedy choice.
-        k, total, counted = self._follow(extra)
-        if k is None:
-            return total
-        adj, keys, alive = (list(x) for x in self.states[k])
-        for d, more in extra.items():
-            adj[d] |= more
-            keys[d] = self.cells(adj[d] | 1 << d)
-        if counted is None:
-            counted, total = self.counted[: self.n_counted[k]], self.prefix[k]
-        while alive:
-            v = min(alive, key=keys.__getitem__)
-            clique = self._eliminate(v, adj, keys, alive)
-            if not any(clique & ~c == 0 for c in counted):
-                total += self.cells(clique)
-                counted.append(clique)
-        return total
+        k, seps, total = 0, None, 0
+        while True:
+            # Follow G's choices while the extra edges do not change them ...
+            k, total, seps = self._follow(extra, k, seps, total)
+            if k is None:
+                return total
+            if seps is None:
+                seps, total = self._seps(k), self.prefix[k]
+            # ... then eliminate on our own until the same attributes are left as in G's trace,
+            # with every edge of G's state there: from that step on, follow G again.
+            adj, keys, alive = (list(x) for x in self.states[k])
+            for d, more in extra.items():
+                adj[d] |= more
+                keys[d] = self.cells(adj[d] | 1 << d)
+            left = self.alive_masks[k]
+            extra = {}
+            while alive:
+                v = min(alive, key=keys.__getitem__)
+                clique = self._eliminate(v, adj, keys, alive)
+                total += 0 if clique in seps else self.cells(clique)
+                seps.add(clique & ~(1 << v))
+                left &= ~(1 << v)
+                k += 1
+                if alive and left == self.alive_masks[k]:
+                    g = self.states[k][0]
+                    if all(g[u] & ~adj[u] == 0 for u in alive):
+                        extra = {u: adj[u] & ~g[u] for u in alive if adj[u] & ~g[u]}
+                        break
+            else:
+                return total
 
 
 def filter_candidates(domain: Domain, model, cand_list: Sequence[Clique], size_limit: float) -> list[Clique]:

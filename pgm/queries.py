@@ -17,6 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .batch_queries import anchored_marginals
 from .junction_tree import Clique, JunctionTree
 from .plans import MarginalPlan, reduce_axes
 
@@ -72,6 +73,13 @@ class MarginalOracle:
             targets = [tuple(a for a in node if a in g) for g in group]
             for attrs, order, table in zip(group, targets, MarginalPlan(node, sizes, targets).run(self.beliefs[home])):
                 table = np.array(table)  # own copy (the plan may hand back the node table itself)
+                table.flags.writeable = False
+                self._cache[attrs] = order, table
+        # Out-of-node subsets: one anchor pass per attribute serves many at once (pgm.batch_queries);
+        # whatever it leaves goes through the per-query path below.
+        outside = [a for a in dict.fromkeys(frozenset(w) for w in wanted) if len(a) > 1 and a not in self._cache]
+        if len(outside) > 1:
+            for attrs, (order, table) in anchored_marginals(self.tree, self.beliefs, outside).items():
                 table.flags.writeable = False
                 self._cache[attrs] = order, table
         return [self.marginal(w) for w in wanted]

@@ -78,3 +78,26 @@ def test_structural_cases():
     assert sf.with_candidate(("a", "c")) == 24 + 60 + 2  # closes a triangle: one abc node
     assert sf.with_candidate(("b", "c")) == sf.size_cells  # already an edge
     assert sf.inside_node(sf.mask(("b", "c"))) and not sf.inside_node(sf.mask(("a", "c")))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_allowed_sets_equal_reference_filter_on_a_growing_wide_model(seed):
+    """AIM-like: 30 attributes, the model grows by one random candidate per step (pairs and triples)."""
+    rng = np.random.default_rng(50 + seed)
+    n = 30
+    sizes = [int(s) for s in np.exp(rng.uniform(np.log(2), np.log(120), n)).round()]
+    domain = Domain(tuple(f"v{i:02d}" for i in range(n)), tuple(sizes))
+    cands = list(itertools.combinations(domain.attrs, 2)) + [
+        domain.canonical(tuple(rng.choice(domain.attrs, 3, replace=False))) for _ in range(60)
+    ]
+    cliques = [(a,) for a in domain.attrs]
+    for step in range(30):
+        model = _Stub(domain, cliques)
+        sf = SizeFilter(domain, cliques, model.tree.nodes)
+        want = {r: _size_cells(domain, frozenset(frozenset(c) for c in cliques + [r])) for r in cands[::7]}
+        assert {r: sf.with_candidate(r) for r in cands[::7]} == want
+        limit = model_size_mb(domain, cliques) * float(rng.uniform(1.0, 3.0))
+        allowed = filter_candidates(domain, model, cands, limit)
+        if step % 6 == 0:
+            assert allowed == reference_filter(domain, model, cands, limit)
+        cliques = cliques + [allowed[int(rng.integers(len(allowed)))]]

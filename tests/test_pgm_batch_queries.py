@@ -73,3 +73,21 @@ def test_anchor_passes_serve_the_out_of_node_queries_on_a_wide_model(seed):
         np.testing.assert_allclose(table, _per_query(model, order), rtol=1e-10, atol=1e-10 * model.total)
 
 
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_triples_with_no_two_attributes_in_one_node_are_served_by_pick_up_passes(seed):
+    rng = np.random.default_rng(300 + seed)
+    model = _random_model(rng, 12, 14, max_size=4, max_k=2)
+    dom = model.domain
+    node_sets = [set(n) for n in model.tree.nodes]
+    comp = {a: model.tree.component(i) for i, n in enumerate(model.tree.nodes) for a in n}
+    spread = [
+        frozenset(t) for t in itertools.combinations(dom.attrs, 3)
+        if len({comp[a] for a in t}) == 1 and not any(len(set(t) & n) >= 2 for n in node_sets)
+    ]
+    answers = anchored_marginals(model.tree, model.beliefs, spread)
+    assert len(answers) >= len(spread) // 2  # those with one attribute between the other two
+    assert set(answers) <= set(spread)
+    for q, (order, table) in answers.items():
+        np.testing.assert_allclose(table, _per_query(model, order), rtol=1e-10, atol=1e-10 * model.total)

@@ -13,6 +13,10 @@ gives exactly the same number (same integer cell count) at a fraction of the cos
   in G + r is the same (keys of other attributes are unchanged and the extra edges only raise
   the keys of r's attributes), and so are the elimination cliques; fill edges can only absorb
   extra edges. From that step on, G + r is eliminated from G's recorded state.
+- The greedy elimination of a graph is the interleaving of those of its connected components
+  (a key depends only on the attribute's own component; ties go by domain order), so r changes
+  only the components it touches: their cells, looked up by the exact subgraph and r, carry over
+  across rounds until a new clique changes them; small ones are eliminated afresh.
 - An elimination clique K_v = {v} + N(v) can only be contained in an earlier one (it holds v,
   which later cliques lack), and it is contained in an earlier one iff some earlier attribute u
   had N(u) = K_v exactly (follow the elimination-tree parents from any earlier superset: each
@@ -27,6 +31,9 @@ from typing import Sequence
 from marginals.domain import Domain
 
 Clique = tuple[str, ...]
+
+
+_KNOWN: dict[Domain, dict[tuple, int]] = {}  # cells of a component (+ candidate) by its exact graph
 
 
 def _bits(mask: int):
@@ -53,6 +60,25 @@ class SizeFilter:
         self.node_masks = [self.mask(n) for n in nodes]
         self._trace(adj)
         self.alive_masks = [sum(1 << u for u in state[2]) for state in self.states]
+        # connected components and the cells each contributes (greedy elimination never mixes them)
+        self.component = [0] * len(domain)
+        self.component_cells: dict[int, int] = {}
+        for v in range(len(domain)):
+            if not self.component[v]:
+                comp, frontier = 1 << v, 1 << v
+                while frontier:
+                    grown = comp
+                    for u in _bits(frontier):
+                        grown |= adj[u]
+                    frontier, comp = grown & ~comp, grown
+                for u in _bits(comp):
+                    self.component[u] = comp
+                self.component_cells[comp] = 0
+        for k, v in enumerate(self.order):
+            self.component_cells[self.component[v]] += self.prefix[k + 1] - self.prefix[k]
+        self._known = _KNOWN.setdefault(domain, {})
+        if len(self._known) > 500_000:
+            self._known.clear()
 
     def mask(self, attrs: Sequence[str]) -> int:
         """The bitmask of ``attrs`` (bit i = domain attribute i)."""
@@ -159,6 +185,41 @@ class SizeFilter:
                 extra[i] = more
         if not extra:
             return self.size_cells
+        # Only the components r touches change: their part is looked up by its exact graph,
+        # so it carries over from earlier rounds whenever the new cliques left it alone.
+        merged = 0
+        for i in _bits(rmask):
+            merged |= self.component[i]
+        others = self.size_cells - sum(self.component_cells[c] for c in {self.component[i] for i in _bits(rmask)})
+        key = (rmask, tuple(self.adjacency[i] for i in _bits(merged)))
+        part = self._known.get(key)
+        if part is None:
+            if 2 * merged.bit_count() <= len(self.sizes):
+                part = self._eliminate_part(merged, extra)
+            else:
+                part = self._replay(extra) - others
+            self._known[key] = part
+        return others + part
+
+    def _eliminate_part(self, merged: int, extra: dict[int, int]) -> int:
+        """Cells of the greedy elimination of the subgraph on ``merged`` plus the ``extra`` edges."""
+        adj = list(self.adjacency)
+        alive = list(_bits(merged))
+        keys = [0] * len(adj)
+        for v in alive:
+            adj[v] |= extra.get(v, 0)
+            keys[v] = self.cells(adj[v] | 1 << v)
+        seps: set[int] = set()
+        total = 0
+        while alive:
+            v = min(alive, key=keys.__getitem__)
+            clique = self._eliminate(v, adj, keys, alive)
+            total += 0 if clique in seps else self.cells(clique)
+            seps.add(clique & ~(1 << v))
+        return total
+
+    def _replay(self, extra: dict[int, int]) -> int:
+        """Cells of G + ``extra`` by replaying G's trace, eliminating on our own only where it differs."""
         k, seps, total = 0, None, 0
         while True:
             # Follow G's choices while the extra edges do not change them ...

@@ -11,7 +11,9 @@ the end, no momentum, step x1.01 on accept, step restarted at 2/(L N) on every c
 our defaults (momentum, work-capped rounds, tolerances): it separates the estimator's effect on
 the workload error from the rest of the mechanism.
 
-Usage: python benchmarks/aim_adult.py [--eps 0.1 1 10] [--seeds 0 1 2] [--jobs 1] [--md ours|mbi] [--json]
+``--options JSON`` passes extra AIM keyword arguments (e.g. an estimation schedule) to every run.
+
+Usage: python benchmarks/aim_adult.py [--eps 0.1 1 10] [--seeds 0 1 2] [--jobs 1] [--md ours|mbi] [--options JSON] [--json]
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ def run_one(job: dict) -> dict:
 
     data = load_bundled(job["dataset"])
     start = time.perf_counter()
-    settings = MBI_MD if job["md"] == "mbi" else {}
+    settings = dict(MBI_MD if job["md"] == "mbi" else {}, **job.get("options", {}))
     release = AIM(
         job["epsilon"], job["delta"], max_model_size=job["max_model_size"], seed=job["seed"], **settings
     ).run(data)
@@ -82,11 +84,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="other data sets run once at eps = 1 (seed 0)")
     parser.add_argument("--md", choices=["ours", "mbi"], default="ours",
                         help="estimation schedule: our defaults, or mbi 2.0's (see above)")
+    parser.add_argument("--options", type=json.loads, default={},
+                        help='extra AIM keyword arguments as JSON, e.g. \'{"final_iters": 3000}\'')
     parser.add_argument("--jobs", type=int, default=1, help="runs in parallel (timings are cleanest with 1)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     args = parser.parse_args(argv)
 
-    base = {"delta": args.delta, "max_model_size": args.max_model_size, "md": args.md}
+    base = {"delta": args.delta, "max_model_size": args.max_model_size, "md": args.md, "options": args.options}
     jobs = [{"dataset": "adult", "epsilon": e, "seed": s, **base} for e in args.eps for s in args.seeds]
     jobs += [{"dataset": name, "epsilon": 1.0, "seed": 0, **base} for name in args.others]
     context = mp.get_context("spawn")

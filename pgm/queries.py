@@ -101,7 +101,13 @@ class MarginalOracle:
         by_component: dict[int, set[str]] = {}
         for a in attrs:
             by_component.setdefault(self._component[self._attr_nodes[a][0]], set()).add(a)
-        parts = [self._component_query(frozenset(q)) for _, q in sorted(by_component.items())]
+        if len(by_component) == 1:
+            return self._component_query(attrs)
+        # each component's part is itself a (cached) marginal query: shared by every query it appears in
+        parts = []
+        for _, q in sorted(by_component.items()):
+            part_order = tuple(sorted(q, key=self._labels.__getitem__))
+            parts.append((part_order, self.marginal(part_order)))
         order: Clique = ()
         table = np.array(1.0)
         for part_order, part in parts:

@@ -12,10 +12,12 @@ time shares come from wrapping, in that process, the size filter (``AIM._filter`
 scoring (model marginal queries, ``Model.marginals`` and ``aim.mechanism.score_candidates`` when
 present) and the estimation (``aim.mechanism.estimate``).
 
-``--code DIR`` runs another checkout of the project (e.g. ``git archive`` of an older commit) on
+``--code DIR ...`` runs other checkouts of the project (e.g. ``git archive`` of an older commit) on
 the same tables, for before/after ratios in one run.
 
-Usage: python benchmarks/aim_scale.py [--configs w35 w50] [--eps 1 10] [--seeds 0] [--code DIR] [--json]
+``adult`` and ``adult-3way`` run the bundled adult table through the same harness.
+
+Usage: python benchmarks/aim_scale.py [--configs w35 w50 adult] [--eps 1 10] [--seeds 0] [--code DIR ...] [--json]
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ CONFIGS = {
     "w35": {"attrs": 35, "rows": 200_000, "k": 2},
     "w50": {"attrs": 50, "rows": 200_000, "k": 2},
     "w20-3way": {"attrs": 20, "rows": 500_000, "k": 3},
+    "adult": {"bundled": "adult", "k": 2},  # the bundled adult table, all pairs / all triples
+    "adult-3way": {"bundled": "adult", "k": 3},
 }
 
 
@@ -74,6 +78,10 @@ def load_table(name: str, seed: int):
     from marginals.domain import Domain
 
     spec = CONFIGS[name]
+    if "bundled" in spec:
+        from marginals.data import load_bundled
+
+        return load_bundled(spec["bundled"])
     path = CACHE / f"bn-a{spec['attrs']}-n{spec['rows']}-s{seed}.npz"
     if not path.exists():
         CACHE.mkdir(parents=True, exist_ok=True)
@@ -152,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="AIM seeds")
     parser.add_argument("--data-seed", type=int, default=0, help="seed of the generated tables")
     parser.add_argument("--max-model-size", type=float, default=80.0)
-    parser.add_argument("--code", default=str(HERE.parent), help="project checkout to run (default: this one)")
+    parser.add_argument("--code", nargs="+", default=[str(HERE.parent)],
+                        help="project checkout(s) to run (default: this one); several are interleaved job by job")
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
@@ -162,8 +171,8 @@ def main(argv: list[str] | None = None) -> int:
         load_table(name, args.data_seed)
     jobs = [
         {"config": c, "epsilon": e, "seed": s, "data_seed": args.data_seed, "max_model_size": args.max_model_size,
-         "code": str(Path(args.code).resolve())}
-        for c in args.configs for e in args.eps for s in args.seeds
+         "code": str(Path(code).resolve()), "code_arg": code}
+        for c in args.configs for e in args.eps for s in args.seeds for code in args.code
     ]
     context = mp.get_context("spawn")
     results = []
@@ -174,14 +183,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps({"runs": results}, indent=1))
         return 0
-    print(f"AIM on generated Bayesian-network tables (delta 1e-9, max_model_size {args.max_model_size:g} MB), code {args.code}")
-    head = (f"{'table':<10}{'attrs':>6}{'rows':>9}{'cand':>6}{'eps':>5}{'seed':>5}{'seconds':>9}{'rounds':>7}"
+    print(f"AIM on generated Bayesian-network tables (delta 1e-9, max_model_size {args.max_model_size:g} MB)")
+    for k, code in enumerate(args.code):
+        print(f"  code {k}: {code}")
+    head = (f"{'code':>4} {'table':<10}{'attrs':>6}{'rows':>9}{'cand':>6}{'eps':>5}{'seed':>5}{'seconds':>9}{'rounds':>7}"
             f"{'model MB':>9}{'RSS MB':>8}{'error':>8}{'select':>8}{'filter':>8}{'estim':>8}")
     print(head)
     print("-" * len(head))
     for r in results:
         sh = r["shares"]
-        print(f"{r['config']:<10}{r['attrs']:>6}{r['rows']:>9,}{r['candidates']:>6}{r['epsilon']:>5g}{r['seed']:>5}"
+        print(f"{args.code.index(r['code_arg']) if r.get('code_arg') in args.code else 0:>4} {r['config']:<10}{r['attrs']:>6}{r['rows']:>9,}{r['candidates']:>6}{r['epsilon']:>5g}{r['seed']:>5}"
               f"{r['seconds']:>9.1f}{r['rounds']:>7}{r['model_size_mb']:>9.2f}{r['peak_rss_mb']:>8.0f}"
               f"{r['error_model']:>8.4f}{100 * sh.get('selection', 0):>7.0f}%{100 * sh.get('filter', 0):>7.0f}%"
               f"{100 * sh.get('estimation', 0):>7.0f}%")

@@ -12,7 +12,9 @@ gives exactly the same number (same integer cell count) at a fraction of the cos
   step at which G eliminates an attribute of r that still has an extra edge, the greedy choice
   in G + r is the same (keys of other attributes are unchanged and the extra edges only raise
   the keys of r's attributes), and so are the elimination cliques; fill edges can only absorb
-  extra edges. From that step on, G + r is eliminated from G's recorded state.
+  extra edges. Where the choice differs, G + r is eliminated on its own from G's recorded state
+  until it has eliminated the same attributes as G's trace with all of G's edges present
+  (typically a few steps later); from there it follows G's trace again.
 - The greedy elimination of a graph is the interleaving of those of its connected components
   (a key depends only on the attribute's own component; ties go by domain order), so r changes
   only the components it touches: their cells, looked up by the exact subgraph and r, carry over

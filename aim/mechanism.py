@@ -87,6 +87,8 @@ class AIM:
         rounds: T, the initial number of rounds (default 16 x number of attributes).
         estimator_options: extra mirror-descent settings for every `pgm.estimate` call (keys in
             ESTIMATOR_OPTIONS, e.g. ``{"momentum": 0.0, "step_growth": 1.01}`` for mbi's rule).
+        anneal_iters: when set, a round whose fit says "anneal" is fitted on to this many
+            iterations in total and the test is repeated before sigma is halved.
         seed: makes the whole run reproducible; progress: per-round lines on stderr.
     """
 
@@ -107,6 +109,7 @@ class AIM:
         max_cells: int = 10_000,
         loss_weight: str = "inverse_variance",
         estimator_options: Mapping[str, Any] | None = None,
+        anneal_iters: int | None = None,
         seed: int | None = None,
         progress: bool = False,
     ) -> None:
@@ -125,6 +128,7 @@ class AIM:
         self.max_cells = max_cells
         self.loss_weight = loss_weight
         self.estimator_options = estimator_options
+        self.anneal_iters = anneal_iters
         self.seed = seed
         self.progress = progress
 
@@ -149,6 +153,7 @@ class AIM:
             "max_cells": int(self.max_cells),
             "loss_weight": self.loss_weight,
             "estimator_options": dict(sorted((self.estimator_options or {}).items())),
+            "anneal_iters": self.anneal_iters,
             "workload": [[list(c), w] for c, w in workload],
         }
 
@@ -221,6 +226,12 @@ class AIM:
                     # The work cap may have stopped the fit before the new marginal settled: an
                     # under-converged fit looks "uninformative" and would anneal too early.
                     model = self._fit(domain, measurements, self.max_iters - budget, self.tol, warm_start=model)
+                    iterations += model.info["iterations"]
+                    anneal = should_anneal(before, model.marginals([choice])[0], sigma)
+                if anneal and self.anneal_iters is not None and iterations < self.anneal_iters:
+                    # Short round fits steer selection well but make the annealing test noisy:
+                    # confirm an "anneal" with a longer fit before halving sigma.
+                    model = self._fit(domain, measurements, self.anneal_iters - iterations, self.tol, warm_start=model)
                     iterations += model.info["iterations"]
                     anneal = should_anneal(before, model.marginals([choice])[0], sigma)
                 size_mb = model.size_mb

@@ -78,8 +78,14 @@ def candidates(domain: Domain, workload: Workload) -> dict[Clique, float]:
     for clique, _ in workload:
         for k in range(1, len(clique) + 1):
             closure.update(itertools.combinations(clique, k))  # subsets keep domain order
+    holding: dict[str, list[int]] = {}  # attribute -> workload entries containing it
+    for j, (clique, _) in enumerate(workload):
+        for a in clique:
+            holding.setdefault(a, []).append(j)
     weights = {}
     for r in sorted(closure, key=lambda c: _sort_key(domain, c)):
         rs = set(r)
-        weights[r] = float(sum(w * len(rs & set(s)) for s, w in workload))
+        # entries disjoint from r add exactly 0.0: summing only the others (same order) gives the same float
+        touching = sorted(set().union(*(holding.get(a, ()) for a in r)))
+        weights[r] = float(sum(workload[j][1] * len(rs & set(workload[j][0])) for j in touching))
     return weights

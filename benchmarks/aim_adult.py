@@ -16,10 +16,11 @@ a seeded, test-only source, so runs are reproducible), ``secure`` (the product: 
 on the OS's secure source, no seed) or ``float`` (float Gaussian noise on a seeded source, the
 sampler the engine used before). ``--compare-samplers`` runs every job as ``secure`` and as
 ``float`` back to back and prints the time ratio, plus the time the two samplers alone take to
-draw the noise of the run's measurements.
+draw the noise of the run's measurements. ``--options JSON`` passes extra AIM keyword arguments
+(e.g. an estimation schedule) to every run.
 
 Usage: python benchmarks/aim_adult.py [--eps 0.1 1 10] [--seeds 0 1 2] [--jobs 1] [--md ours|mbi]
-       [--noise seeded|secure|float] [--compare-samplers] [--json]
+       [--noise seeded|secure|float] [--compare-samplers] [--options JSON] [--json]
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def run_one(job: dict) -> dict:
 
     warnings.simplefilter("ignore", InsecureSeedWarning)  # seeded modes are benchmarks by definition
     start, cpu_start = time.perf_counter(), time.process_time()
-    settings = dict(MBI_MD if job["md"] == "mbi" else {})
+    settings = dict(MBI_MD if job["md"] == "mbi" else {}, **job.get("options", {}))
     if job["noise"] != "secure":
         settings["insecure_seed"] = job["seed"]
     if job["noise"] == "float":
@@ -118,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="other data sets run once at eps = 1 (seed 0)")
     parser.add_argument("--md", choices=["ours", "mbi"], default="ours",
                         help="estimation schedule: our defaults, or mbi 2.0's (see above)")
+    parser.add_argument("--options", type=json.loads, default={},
+                        help='extra AIM keyword arguments as JSON, e.g. \'{"final_iters": 3000}\'')
     parser.add_argument("--jobs", type=int, default=1, help="runs in parallel (timings are cleanest with 1)")
     parser.add_argument("--noise", choices=["seeded", "secure", "float"], default="seeded",
                         help="seeded exact (default, reproducible), secure exact (the product), or seeded float")
@@ -126,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     args = parser.parse_args(argv)
 
-    base = {"delta": args.delta, "max_model_size": args.max_model_size, "md": args.md, "noise": args.noise}
+    base = {"delta": args.delta, "max_model_size": args.max_model_size, "md": args.md, "noise": args.noise,
+            "options": args.options}
     jobs = [{"dataset": "adult", "epsilon": e, "seed": s, **base} for e in args.eps for s in args.seeds]
     jobs += [{"dataset": name, "epsilon": 1.0, "seed": 0, **base} for name in args.others]
     if args.compare_samplers:  # interleaved, so that machine load hits both modes alike

@@ -19,6 +19,7 @@ log-space reduction is max-shifted per slice, and the distribute sums run over c
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import numpy as np
@@ -103,9 +104,9 @@ class TreeEngine:
         return self._slots[slot]
 
     def _scratch(self, shape: tuple[int, ...]) -> np.ndarray:
-        size = int(np.prod(shape))
+        size = math.prod(shape)
         if self._scratch_flat is None or self._scratch_flat.size < size:
-            self._scratch_flat = np.empty(max(size, max(int(np.prod(p.shape)) for p in self._add_plans)))
+            self._scratch_flat = np.empty(max(size, max(math.prod(p.shape) for p in self._add_plans)))
         return self._scratch_flat[:size].reshape(shape)
 
     def _calibrate(self, log_potentials, total, slot):

@@ -17,6 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
+from .batch_queries import anchored_marginals
 from .junction_tree import Clique, JunctionTree
 from .plans import MarginalPlan, reduce_axes
 
@@ -74,6 +75,13 @@ class MarginalOracle:
                 table = np.array(table)  # own copy (the plan may hand back the node table itself)
                 table.flags.writeable = False
                 self._cache[attrs] = order, table
+        # Out-of-node subsets: one anchor pass per attribute serves many at once (pgm.batch_queries);
+        # whatever it leaves goes through the per-query path below.
+        outside = [a for a in dict.fromkeys(frozenset(w) for w in wanted) if len(a) > 1 and a not in self._cache]
+        if len(outside) > 1:
+            for attrs, (order, table) in anchored_marginals(self.tree, self.beliefs, outside).items():
+                table.flags.writeable = False
+                self._cache[attrs] = order, table
         return [self.marginal(w) for w in wanted]
 
     def _home(self, attrs: frozenset[str]) -> int | None:
@@ -93,7 +101,13 @@ class MarginalOracle:
         by_component: dict[int, set[str]] = {}
         for a in attrs:
             by_component.setdefault(self._component[self._attr_nodes[a][0]], set()).add(a)
-        parts = [self._component_query(frozenset(q)) for _, q in sorted(by_component.items())]
+        if len(by_component) == 1:
+            return self._component_query(attrs)
+        # each component's part is itself a (cached) marginal query: shared by every query it appears in
+        parts = []
+        for _, q in sorted(by_component.items()):
+            part_order = tuple(sorted(q, key=self._labels.__getitem__))
+            parts.append((part_order, self.marginal(part_order)))
         order: Clique = ()
         table = np.array(1.0)
         for part_order, part in parts:

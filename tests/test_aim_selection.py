@@ -84,7 +84,8 @@ def recorded_run():
     mp.setattr(mech, "exponential_mechanism", em)
     mp.setattr(mech, "estimate", est)
     try:
-        params = dict(epsilon=3.0, delta=1e-9, workload=workload, max_model_size=0.004, max_iters=15, final_iters=15, insecure_seed=5)
+        params = dict(epsilon=3.0, delta=1e-9, workload=workload, max_model_size=0.004, max_iters=15, final_iters=15,
+                      anneal_iters=None, insecure_seed=5)  # one estimate per round: no anneal confirmation fits
         release = AIM(**params).run(data)
     finally:
         mp.undo()

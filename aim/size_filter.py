@@ -1,0 +1,265 @@
+"""AIM's model-size filter without re-triangulating the whole graph for every candidate.
+
+The filter keeps a candidate r when it lies inside a junction-tree node of the current model, or
+when ``pgm.junction_tree.model_size_mb(domain, model.cliques + [r])`` fits the round's limit. That
+size comes from the greedy min-cells elimination of the interaction graph G + r. `SizeFilter`
+gives exactly the same number (same integer cell count) at a fraction of the cost:
+
+- Graphs are bitmasks (one int per attribute), neighbourhood cell counts are memoized by mask,
+  and a step only re-keys the neighbours of the eliminated attribute.
+- G is eliminated once per round and its trace kept (order, keys and adjacency before every
+  step). G + r differs from G only by the extra edges among r's attributes, so up to the first
+  step at which G eliminates an attribute of r that still has an extra edge, the greedy choice
+  in G + r is the same (keys of other attributes are unchanged and the extra edges only raise
+  the keys of r's attributes), and so are the elimination cliques; fill edges can only absorb
+  extra edges. Where the choice differs, G + r is eliminated on its own from G's recorded state
+  until it has eliminated the same attributes as G's trace with all of G's edges present
+  (typically a few steps later); from there it follows G's trace again.
+- The greedy elimination of a graph is the interleaving of those of its connected components
+  (a key depends only on the attribute's own component; ties go by domain order), so r changes
+  only the components it touches: their cells, looked up by the exact subgraph and r, carry over
+  across rounds until a new clique changes them; small ones are eliminated afresh.
+- An elimination clique K_v = {v} + N(v) can only be contained in an earlier one (it holds v,
+  which later cliques lack), and it is contained in an earlier one iff some earlier attribute u
+  had N(u) = K_v exactly (follow the elimination-tree parents from any earlier superset: each
+  step keeps K_v inside the next neighbourhood, and the chain ends at v). So a clique counts
+  towards the size iff it is not among the earlier neighbourhoods: one set lookup.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from marginals.domain import Domain
+
+Clique = tuple[str, ...]
+
+
+_KNOWN: dict[Domain, dict[tuple, int]] = {}  # cells of a component (+ candidate) by its exact graph
+
+
+def _bits(mask: int):
+    while mask:
+        low = mask & -mask
+        yield low.bit_length() - 1
+        mask ^= low
+
+
+class SizeFilter:
+    """Exact junction-tree sizes (cells) of ``cliques`` plus one hypothetical candidate clique."""
+
+    def __init__(self, domain: Domain, cliques: Sequence[Sequence[str]], nodes: Sequence[Sequence[str]] = ()) -> None:
+        self.domain = domain
+        self.index = {a: i for i, a in enumerate(domain.attrs)}
+        self.sizes = list(domain.shape)
+        self._cells: dict[int, int] = {}
+        adj = [0] * len(domain)
+        for clique in cliques:
+            mask = self.mask(clique)
+            for i in _bits(mask):
+                adj[i] |= mask & ~(1 << i)
+        self.adjacency = adj
+        self.node_masks = [self.mask(n) for n in nodes]
+        self._trace(adj)
+        self.alive_masks = [sum(1 << u for u in state[2]) for state in self.states]
+        # connected components and the cells each contributes (greedy elimination never mixes them)
+        self.component = [0] * len(domain)
+        self.component_cells: dict[int, int] = {}
+        for v in range(len(domain)):
+            if not self.component[v]:
+                comp, frontier = 1 << v, 1 << v
+                while frontier:
+                    grown = comp
+                    for u in _bits(frontier):
+                        grown |= adj[u]
+                    frontier, comp = grown & ~comp, grown
+                for u in _bits(comp):
+                    self.component[u] = comp
+                self.component_cells[comp] = 0
+        for k, v in enumerate(self.order):
+            self.component_cells[self.component[v]] += self.prefix[k + 1] - self.prefix[k]
+        self._known = _KNOWN.setdefault(domain, {})
+        if len(self._known) > 500_000:
+            self._known.clear()
+
+    def mask(self, attrs: Sequence[str]) -> int:
+        """The bitmask of ``attrs`` (bit i = domain attribute i)."""
+        out = 0
+        for a in attrs:
+            out |= 1 << self.index[a]
+        return out
+
+    def cells(self, mask: int) -> int:
+        """Number of cells of the attribute set ``mask`` (memoized)."""
+        found = self._cells.get(mask)
+        if found is None:
+            found = 1
+            for i in _bits(mask):
+                found *= self.sizes[i]
+            self._cells[mask] = found
+        return found
+
+    def _trace(self, adj: list[int]) -> None:
+        """Eliminate G greedily once, recording the state before every step."""
+        n = len(adj)
+        adj = list(adj)
+        keys = [self.cells(adj[i] | 1 << i) for i in range(n)]
+        alive = list(range(n))
+        self.order: list[int] = []
+        self.states: list[tuple[list[int], list[int], list[int]]] = []  # (adjacency, keys, alive) before step k
+        self.cliques: list[int] = []
+        self.prefix = [0]  # prefix[k]: cells of the counted cliques among the first k
+        seps: set[int] = set()
+        for _ in range(n):
+            self.states.append((list(adj), list(keys), list(alive)))
+            v = min(alive, key=keys.__getitem__)
+            clique = self._eliminate(v, adj, keys, alive)
+            self.cliques.append(clique)
+            self.order.append(v)
+            self.prefix.append(self.prefix[-1] + (0 if clique in seps else self.cells(clique)))
+            seps.add(clique & ~(1 << v))
+        self.size_cells = self.prefix[-1]
+
+    def _eliminate(self, v: int, adj: list[int], keys: list[int], alive: list[int]) -> int:
+        nbrs = adj[v]
+        bit = 1 << v
+        for u in _bits(nbrs):
+            adj[u] = (adj[u] | nbrs) & ~(bit | 1 << u)
+            keys[u] = self.cells(adj[u] | 1 << u)
+        alive.remove(v)
+        return nbrs | bit
+
+    def _follow(
+        self, extra: dict[int, int], start: int, seps: set[int] | None, total: int
+    ) -> tuple[int | None, int, set[int] | None]:
+        """Replay G's order from step ``start`` on a graph that is G's state there plus ``extra``.
+
+        ``extra`` (the edges G lacks, updated in place) must be symmetric. Returns (None, cells,
+        _) when the greedy choice is G's at every remaining step, else the step k at which it
+        differs, with the cells counted and the neighbourhood set so far (``seps`` None: the
+        cliques so far are G's own, so G's prefix sums apply).
+        """
+        for k in range(start, len(self.order)):
+            v = self.order[k]
+            if not extra:
+                if seps is None:
+                    return None, self.size_cells, None
+                for c, u in zip(self.cliques[k:], self.order[k:]):  # the rest is G's elimination
+                    total += 0 if c in seps else self.cells(c)
+                    seps.add(c & ~(1 << u))
+                return None, total, seps
+            adj, keys, alive = self.states[k]
+            if v in extra:  # its key went up: is it still the greedy choice?
+                best = min(alive, key=lambda u: (keys[u] if u not in extra else self.cells(adj[u] | extra[u] | 1 << u), u))
+                if best != v:
+                    return k, total, seps
+            nbrs = adj[v] | extra.pop(v, 0)
+            bit = 1 << v
+            after = self.states[k + 1][0] if k + 1 < len(self.states) else None
+            for u in _bits(nbrs):
+                more = ((adj[u] | extra.get(u, 0) | nbrs) & ~(bit | 1 << u)) & ~after[u]
+                if more:
+                    extra[u] = more
+                else:
+                    extra.pop(u, None)
+            if seps is None and nbrs | bit != self.cliques[k]:
+                seps, total = self._seps(k), self.prefix[k]
+            if seps is not None:
+                total += 0 if nbrs | bit in seps else self.cells(nbrs | bit)
+                seps.add(nbrs)
+        return None, (self.size_cells if seps is None else total), seps
+
+    def _seps(self, k: int) -> set[int]:
+        """The neighbourhoods (at elimination) of G's first k eliminated attributes."""
+        return {c & ~(1 << v) for c, v in zip(self.cliques[:k], self.order[:k])}
+
+    def inside_node(self, mask: int) -> bool:
+        """True when the attribute set lies inside one junction-tree node of the current model."""
+        return any(mask & ~node == 0 for node in self.node_masks)
+
+    def with_candidate(self, attrs: Sequence[str]) -> int:
+        """Cells of the junction tree of the cliques plus ``attrs`` (= model_size_mb x 2^20 / 8)."""
+        rmask = self.mask(attrs)
+        extra = {}
+        for i in _bits(rmask):
+            more = rmask & ~(1 << i) & ~self.adjacency[i]
+            if more:
+                extra[i] = more
+        if not extra:
+            return self.size_cells
+        # Only the components r touches change: their part is looked up by its exact graph,
+        # so it carries over from earlier rounds whenever the new cliques left it alone.
+        merged = 0
+        for i in _bits(rmask):
+            merged |= self.component[i]
+        others = self.size_cells - sum(self.component_cells[c] for c in {self.component[i] for i in _bits(rmask)})
+        key = (rmask, tuple(self.adjacency[i] for i in _bits(merged)))
+        part = self._known.get(key)
+        if part is None:
+            if 2 * merged.bit_count() <= len(self.sizes):
+                part = self._eliminate_part(merged, extra)
+            else:
+                part = self._replay(extra) - others
+            self._known[key] = part
+        return others + part
+
+    def _eliminate_part(self, merged: int, extra: dict[int, int]) -> int:
+        """Cells of the greedy elimination of the subgraph on ``merged`` plus the ``extra`` edges."""
+        adj = list(self.adjacency)
+        alive = list(_bits(merged))
+        keys = [0] * len(adj)
+        for v in alive:
+            adj[v] |= extra.get(v, 0)
+            keys[v] = self.cells(adj[v] | 1 << v)
+        seps: set[int] = set()
+        total = 0
+        while alive:
+            v = min(alive, key=keys.__getitem__)
+            clique = self._eliminate(v, adj, keys, alive)
+            total += 0 if clique in seps else self.cells(clique)
+            seps.add(clique & ~(1 << v))
+        return total
+
+    def _replay(self, extra: dict[int, int]) -> int:
+        """Cells of G + ``extra`` by replaying G's trace, eliminating on our own only where it differs."""
+        k, seps, total = 0, None, 0
+        while True:
+            # Follow G's choices while the extra edges do not change them ...
+            k, total, seps = self._follow(extra, k, seps, total)
+            if k is None:
+                return total
+            if seps is None:
+                seps, total = self._seps(k), self.prefix[k]
+            # ... then eliminate on our own until the same attributes are left as in G's trace,
+            # with every edge of G's state there: from that step on, follow G again.
+            adj, keys, alive = (list(x) for x in self.states[k])
+            for d, more in extra.items():
+                adj[d] |= more
+                keys[d] = self.cells(adj[d] | 1 << d)
+            left = self.alive_masks[k]
+            extra = {}
+            while alive:
+                v = min(alive, key=keys.__getitem__)
+                clique = self._eliminate(v, adj, keys, alive)
+                total += 0 if clique in seps else self.cells(clique)
+                seps.add(clique & ~(1 << v))
+                left &= ~(1 << v)
+                k += 1
+                if alive and left == self.alive_masks[k]:
+                    g = self.states[k][0]
+                    if all(g[u] & ~adj[u] == 0 for u in alive):
+                        extra = {u: adj[u] & ~g[u] for u in alive if adj[u] & ~g[u]}
+                        break
+            else:
+                return total
+
+
+def filter_candidates(domain: Domain, model, cand_list: Sequence[Clique], size_limit: float) -> list[Clique]:
+    """Candidates inside a junction-tree node of ``model`` (free) or whose hypothetical model fits ``size_limit`` MB."""
+    sizes = SizeFilter(domain, model.cliques, model.tree.nodes)
+    allowed = []
+    for r in cand_list:
+        mask = sizes.mask(r)
+        if sizes.inside_node(mask) or sizes.with_candidate(r) * 8 / 2**20 <= size_limit:
+            allowed.append(r)
+    return allowed

@@ -1,0 +1,93 @@
+"""`pgm.batch_queries`: anchor passes give the per-query path's answers (and brute force's) to 1e-10."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from marginals.domain import Domain
+from pgm.batch_queries import anchored_marginals
+from pgm.inference import brute_force_joint
+from pgm.model import Model
+from pgm.queries import MarginalOracle
+
+
+def _random_model(rng, n_attrs, n_cliques, max_size=5, max_k=3, zeros=False):
+    sizes = tuple(int(s) for s in rng.integers(1, max_size + 1, n_attrs))
+    domain = Domain(tuple(f"a{i}" for i in range(n_attrs)), sizes)
+    cliques = set()
+    for _ in range(n_cliques):
+        k = int(rng.integers(1, max_k + 1))
+        cliques.add(domain.canonical(tuple(rng.choice(domain.attrs, size=k, replace=False))))
+    cliques = sorted(cliques)
+    potentials = []
+    for c in cliques:
+        p = rng.normal(0, 1.5, domain.project(c).shape)
+        if zeros:
+            p[rng.random(p.shape) < 0.15] = -np.inf
+        potentials.append(p)
+    return Model(domain, cliques, potentials, total=float(rng.uniform(100, 10_000)))
+
+
+def _per_query(model, attrs):
+    """The per-query path alone, on a fresh oracle (no batch, no shared cache)."""
+    oracle = MarginalOracle(model.tree, model.beliefs, model.total)
+    return oracle.marginal(attrs)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_batched_pairs_and_triples_equal_per_query_path_and_brute_force(seed):
+    rng = np.random.default_rng(seed)
+    model = _random_model(rng, int(rng.integers(4, 9)), int(rng.integers(2, 9)), zeros=seed % 4 == 0)
+    dom = model.domain
+    queries = list(itertools.combinations(dom.attrs, 2)) + list(itertools.combinations(dom.attrs, 3))
+    batch = model.marginals(queries)
+    joint = None
+    if dom.size(dom.attrs) <= 200_000:
+        joint = brute_force_joint(dom, model.cliques, [f.values for f in model.potentials.values()], model.total)
+    scale = model.total
+    for q, table in zip(queries, batch):
+        np.testing.assert_allclose(table, _per_query(model, q), rtol=1e-10, atol=1e-10 * scale)
+        if joint is not None:
+            axes = tuple(i for i, a in enumerate(dom.attrs) if a not in q)
+            truth = joint.sum(axis=axes)
+            order = [a for a in dom.attrs if a in q]
+            truth = np.transpose(truth, [order.index(a) for a in q])
+            np.testing.assert_allclose(table, truth, rtol=1e-9, atol=1e-10 * scale)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_anchor_passes_serve_the_out_of_node_queries_on_a_wide_model(seed):
+    rng = np.random.default_rng(100 + seed)
+    model = _random_model(rng, 25, 30, max_size=6, max_k=2)
+    dom = model.domain
+    node_sets = [set(n) for n in model.tree.nodes]
+    pairs = [frozenset(p) for p in itertools.combinations(dom.attrs, 2) if not any(set(p) <= n for n in node_sets)]
+    comp = {a: model.tree.component(i) for i, n in enumerate(model.tree.nodes) for a in n}
+    same_component = [p for p in pairs if len({comp[a] for a in p}) == 1]
+    answers = anchored_marginals(model.tree, model.beliefs, pairs)
+    assert set(answers) == set(same_component)  # every same-component pair has an anchor
+    for q, (order, table) in answers.items():
+        np.testing.assert_allclose(table, _per_query(model, order), rtol=1e-10, atol=1e-10 * model.total)
+
+
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_triples_with_no_two_attributes_in_one_node_are_served_by_pick_up_passes(seed):
+    rng = np.random.default_rng(300 + seed)
+    model = _random_model(rng, 12, 14, max_size=4, max_k=2)
+    dom = model.domain
+    node_sets = [set(n) for n in model.tree.nodes]
+    comp = {a: model.tree.component(i) for i, n in enumerate(model.tree.nodes) for a in n}
+    spread = [
+        frozenset(t) for t in itertools.combinations(dom.attrs, 3)
+        if len({comp[a] for a in t}) == 1 and not any(len(set(t) & n) >= 2 for n in node_sets)
+    ]
+    answers = anchored_marginals(model.tree, model.beliefs, spread)
+    assert len(answers) >= len(spread) // 2  # those with one attribute between the other two
+    assert set(answers) <= set(spread)
+    for q, (order, table) in answers.items():
+        np.testing.assert_allclose(table, _per_query(model, order), rtol=1e-10, atol=1e-10 * model.total)

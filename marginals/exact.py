@@ -80,27 +80,48 @@ def bernoulli_exp(source: RandomSource, whole: np.ndarray, num: np.ndarray, den:
     return result.reshape(num.shape)
 
 
+def _geometric_exp1(source: RandomSource, count: int, block: int = 4) -> np.ndarray:
+    """Number of successes before the first failure of Bernoulli(exp(-1)) trials, ``count`` times.
+
+    Trials are drawn ``block`` at a time per element and the leading successes counted; draws
+    after an element's first failure are discarded, so the law is that of sequential trials."""
+    v = np.zeros(count, dtype=np.int64)
+    active = np.arange(count)
+    while active.size:
+        ones = np.ones(active.size * block, dtype=np.int64)
+        trials = _bernoulli_exp_fraction(source, ones, ones).reshape(active.size, block)
+        failed = ~trials.all(axis=1)
+        v[active] += np.where(failed, np.argmin(trials, axis=1), block)
+        active = active[~failed]
+    return v
+
+
+def _accepted_into(out: np.ndarray, filled: int, values: np.ndarray) -> int:
+    """Copy accepted i.i.d. draws into ``out`` after ``filled``; returns the new fill level.
+
+    Proposals are drawn in surplus and accepted independently, so the accepted ones, taken in
+    draw order, are i.i.d. from the target: the surplus only saves passes through the loop."""
+    take = values[: out.size - filled]
+    out[filled : filled + take.size] = take
+    return filled + take.size
+
+
 def discrete_laplace(source: RandomSource, t: int, size: int) -> np.ndarray:
     """``size`` draws with P(y) proportional to exp(-|y| / t), integer t >= 1 (CKS Algorithm 2)."""
     out = np.empty(size, dtype=np.int64)
-    todo = np.arange(size)
+    filled = 0
     t_arr = np.int64(t)
-    while todo.size:
-        m = todo.size
+    while filled < size:
+        m = 2 * (size - filled) + 8  # a pass accepts more than half of its proposals
         u = source.below(t, m)
         d = _bernoulli_exp_fraction(source, u, np.full(m, t_arr))
         v = np.zeros(m, dtype=np.int64)
-        active = np.flatnonzero(d)
-        while active.size:  # v ~ Geometric: successive Bernoulli(exp(-1)) successes
-            ones = np.ones(active.size, dtype=np.int64)
-            b = _bernoulli_exp_fraction(source, ones, ones)
-            v[active[b]] += 1
-            active = active[b]
+        kept = np.flatnonzero(d)
+        v[kept] = _geometric_exp1(source, kept.size)
         x = u + t_arr * v
         negative = source.below(2, m) == 1
         ok = d & ~(negative & (x == 0))  # -0 is rejected so that 0 is not counted twice
-        out[todo[ok]] = np.where(negative[ok], -x[ok], x[ok])
-        todo = todo[~ok]
+        filled = _accepted_into(out, filled, np.where(negative, -x, x)[ok])
     return out
 
 
@@ -132,10 +153,10 @@ def discrete_gaussian(source: RandomSource, variance: Fraction, size: int) -> np
     if den > _INT64_SAFE:  # sigma beyond ~2^15 or below ~2^-10: exact Python integers throughout
         return np.array([discrete_gaussian_scalar(source, variance) for _ in range(size)], dtype=np.int64)
     out = np.empty(size, dtype=np.int64)
-    todo = np.arange(size)
+    filled = 0
     tq = t * q
-    while todo.size:
-        y = discrete_laplace(source, t, todo.size)
+    while filled < size:
+        y = discrete_laplace(source, t, 2 * (size - filled) + 8)  # surplus proposals: fewer passes
         mag = np.abs(y)
         if int(mag.max(initial=0)) * tq + p < 3_000_000_000:  # |m| < 3e9: m^2 fits in int64
             m = mag * np.int64(tq) - np.int64(p)
@@ -146,8 +167,7 @@ def discrete_gaussian(source: RandomSource, variance: Fraction, size: int) -> np
             whole = np.array([int(v) // den for v in sq], dtype=np.int64)
             num = np.array([int(v) % den for v in sq], dtype=np.int64)
         accept = bernoulli_exp(source, whole, num, np.int64(den))
-        out[todo[accept]] = y[accept]
-        todo = todo[~accept]
+        filled = _accepted_into(out, filled, y[accept])
     return out
 
 

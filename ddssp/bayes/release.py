@@ -76,6 +76,13 @@ def ssp_sensitivity(family: str, R: float = 1.0, R_y: float = 1.0) -> float:
     return logistic_sensitivity(R) if family == "logistic" else linear_sensitivity(R, R_y)
 
 
+def _calibrated(X, y, family: str, epsilon: float, delta: float, R: float, R_y: float, random_state):
+    """(clipped X, y, joint sensitivity, analytic-Gaussian sigma, noise source) shared by both releases."""
+    X, y = _check(X, y, family, R_y)
+    delta_s = ssp_sensitivity(family, R, R_y)
+    return clip_rows(X, R), y, delta_s, analytic_gaussian_sigma(delta_s, epsilon, delta), noise_source(random_state, "random_state")
+
+
 def gaussian_ssp(
     X: np.ndarray,
     y: np.ndarray,
@@ -88,11 +95,7 @@ def gaussian_ssp(
     random_state: int | RandomSource | None = None,
 ) -> NoisyStatistics:
     """Central (epsilon, delta)-DP release of sum_i t(x_i, y_i) by the analytic Gaussian mechanism."""
-    X, y = _check(X, y, family, R_y)
-    X = clip_rows(X, R)
-    delta_s = ssp_sensitivity(family, R, R_y)
-    sigma = analytic_gaussian_sigma(delta_s, epsilon, delta)
-    rng = noise_source(random_state, "random_state")
+    X, y, delta_s, sigma, rng = _calibrated(X, y, family, epsilon, delta, R, R_y, random_state)
     if accountant is not None:
         accountant.charge(
             delta_s**2 / (2 * sigma**2), f"gaussian SSP ({family})", "gaussian_ssp",
@@ -114,11 +117,7 @@ def local_ssp(
     random_state: int | RandomSource | None = None,
 ) -> NoisyStatistics:
     """Every user releases t(x_i, y_i) + N(0, sigma^2 I) ((epsilon, delta)-LDP); the aggregator sums them."""
-    X, y = _check(X, y, family, R_y)
-    X = clip_rows(X, R)
-    delta_s = ssp_sensitivity(family, R, R_y)
-    sigma = analytic_gaussian_sigma(delta_s, epsilon, delta)
-    rng = noise_source(random_state, "random_state")
+    X, y, delta_s, sigma, rng = _calibrated(X, y, family, epsilon, delta, R, R_y, random_state)
     t = record_statistics(X, y, family)
     reports = t + rng.normal(0.0, sigma, size=t.shape)
     n = X.shape[0]

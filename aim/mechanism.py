@@ -91,17 +91,18 @@ class AIM:
         anneal_iters: when set, a round whose fit says "anneal" is fitted on to this many
             iterations in total (work-capped like a round) and the test is repeated before sigma
             is halved.
-        The defaults (25-iteration rounds, anneal confirmed at 100, an 80-iteration final fit)
-        come from adult at eps = 1 (benchmarks/aim_adult.py, 6 seeds): longer fits overfit the
-        noisy measurements (final fit 4000 iterations: mean error 0.0536; 1000 with tol 1e-4:
-        0.0529; 80: 0.0527), short unconfirmed rounds anneal too early (0.0528), and short rounds
-        with confirmed annealing reach 0.0517.
         insecure_seed: tests and benchmarks only. None (the default) draws all noise from the
             operating system's secure source; an int seeds a replayable generator, warns, and
             marks the release not private (the seed itself is never stored).
         exact_noise: exact discrete Gaussian measurements (default); False adds float Gaussian
             noise and is allowed only with ``insecure_seed`` (sampler benchmarks).
         progress: per-round lines on stderr.
+
+    The defaults (25-iteration rounds, anneal confirmed at 100, an 80-iteration final fit) come
+    from adult at eps = 1 (benchmarks/aim_adult.py, 6 seeds, float sampler): longer fits overfit
+    the noisy measurements (final fit 4000 iterations: mean error 0.0536; 1000 with tol 1e-4:
+    0.0529; 80: 0.0527), short unconfirmed rounds anneal too early (0.0528), and short rounds with
+    confirmed annealing reach 0.0517.
     """
 
     def __init__(

@@ -18,6 +18,8 @@ import math
 from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
+from .privacy import check_delta
+
 
 def _log_delta(mu: float, eps: float) -> float:
     a = log_ndtr(-eps / mu + mu / 2)
@@ -37,16 +39,9 @@ def gdp_delta(mu: float, eps: float) -> float:
     return math.exp(_log_delta(mu, eps))
 
 
-def _check_delta(delta: float) -> float:
-    delta = float(delta)
-    if not (0 < delta < 1):
-        raise ValueError(f"delta must lie in (0, 1), got {delta}")
-    return delta
-
-
 def gdp_eps(mu: float, delta: float) -> float:
     """Smallest eps such that mu-GDP implies (eps, delta)-DP (rounded toward safety)."""
-    mu, delta = float(mu), _check_delta(delta)
+    mu, delta = float(mu), check_delta(delta)
     if not (mu >= 0 and math.isfinite(mu)):
         raise ValueError(f"mu must be a finite number >= 0, got {mu}")
     if mu == 0 or gdp_delta(mu, 0.0) <= delta:
@@ -63,7 +58,7 @@ def gdp_eps(mu: float, delta: float) -> float:
 
 def gdp_mu(eps: float, delta: float) -> float:
     """Largest mu such that mu-GDP implies (eps, delta)-DP (rounded toward safety)."""
-    eps, delta = float(eps), _check_delta(delta)
+    eps, delta = float(eps), check_delta(delta)
     if not (eps > 0 and math.isfinite(eps)):
         raise ValueError(f"epsilon must be a finite number > 0, got {eps}")
     lo, hi = 1e-3, 1.0  # delta(mu) increases in mu from 0 to 1

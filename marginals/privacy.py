@@ -84,7 +84,8 @@ def _check_epsilon(eps: float) -> float:
     return eps
 
 
-def _check_delta(delta: float) -> float:
+def check_delta(delta: float) -> float:
+    """delta as a float after checking 0 < delta < 1 (one check for every accounting module)."""
     delta = float(delta)
     if not (0 < delta < 1):
         raise ValueError(f"delta must lie in (0, 1), got {delta}")
@@ -93,7 +94,7 @@ def _check_delta(delta: float) -> float:
 
 def cdp_rho(eps: float, delta: float) -> float:
     """Largest rho such that rho-zCDP implies (eps, delta)-DP."""
-    eps, delta = _check_epsilon(eps), _check_delta(delta)
+    eps, delta = _check_epsilon(eps), check_delta(delta)
     log_delta = math.log(delta)
     # delta(rho) increases from 0 (rho -> 0) to 1: bracket the crossing, then solve in log space.
     hi = eps + 1.0
@@ -110,7 +111,7 @@ def cdp_rho(eps: float, delta: float) -> float:
 
 def cdp_eps(rho: float, delta: float) -> float:
     """Smallest eps such that rho-zCDP implies (eps, delta)-DP."""
-    rho, delta = float(rho), _check_delta(delta)
+    rho, delta = float(rho), check_delta(delta)
     if rho < 0 or not math.isfinite(rho):
         raise ValueError(f"rho must be a finite number >= 0, got {rho}")
     if rho == 0:

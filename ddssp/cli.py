@@ -1,6 +1,7 @@
 """``dp-marginals``: the command line — ``synth`` (AIM release + synthetic table), ``fit`` (DD-SSP
-regression from a release alone), ``inspect`` (what a release holds and what it cost) and
-``discretize`` (raw table -> integer codes with a public spec, and back).
+regression from a release alone), ``inspect`` (what a release holds and what it cost),
+``discretize`` (raw table -> integer codes with a public spec, and back) and ``predict`` (a fitted
+model's predictions on new rows, `ddssp.cli_predict`).
 
 Exit codes: 0 ok, 2 bad input (one line on stderr, no traceback), 1 internal error. ``--debug``
 shows the traceback. Progress goes to stderr; ``--quiet`` silences it. Files are written atomically;
@@ -32,7 +33,8 @@ from marginals.domain import AtomicOutputs, Domain, read_json, write_text_atomic
 from marginals.privacy import cdp_rho
 from marginals.randomness import sampling_rng
 
-from .encoding import categorical_preset
+from .cli_predict import add_predict
+from .encoding import EncodingOptions, categorical_preset
 from .estimators import DDSSPLinearRegression, DDSSPLogisticRegression
 
 PROG = "dp-marginals"
@@ -199,11 +201,14 @@ def _fit_result(model: Any, args: argparse.Namespace, release: Release, exclude:
         "excluded": exclude,
         "release_epsilon": release.epsilon,
         "release_delta": release.delta,
-        "features": list(model.feature_names_in_),
+        "categorical": None if model.categorical is None else list(model.categorical),
+        "fit_intercept": bool(model.encoding_.intercept),
+        "features": list(model.encoded_feature_names_),  # level labels when the release has a spec
         "coef": [float(c) for c in model.coef_],
-        "intercept": float(model.intercept_),
+        "intercept": float(model.intercept_) if model.encoding_.intercept else None,
     }
     if args.model == "logistic":
+        result["classes"] = [c if isinstance(c, str) else int(c) for c in model.classes_]
         result["chebyshev_monomial_coefficients"] = [float(b) for b in model.monomial_coef_]
     return result
 
@@ -244,7 +249,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     cls = DDSSPLinearRegression if args.model == "linear" else DDSSPLogisticRegression
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        model = cls(target=args.target, categorical=categorical).fit(source)
+        model = cls(target=args.target, categorical=categorical, encoding=EncodingOptions(intercept=args.intercept)).fit(source)
     for w in caught:
         _note(args, f"warning: {' '.join(str(w.message).split())}")
     result = _fit_result(model, args, release, exclude)
@@ -255,7 +260,12 @@ def cmd_fit(args: argparse.Namespace) -> int:
     width = max(len(n) for n in result["features"] + ["intercept"])
     for feature, coef in zip(result["features"], result["coef"]):
         print(f"  {feature:<{width}}  {coef: .6f}")
-    print(f"  {'intercept':<{width}}  {result['intercept']: .6f}")
+    if result["fit_intercept"]:
+        print(f"  {'intercept':<{width}}  {result['intercept']: .6f}")
+    else:
+        print("  (no intercept column: the paper's encoding has none; --intercept fits one)")
+    if args.model == "logistic":
+        print(f"  positive class: {args.target} = {result['classes'][1]}")
     if args.json:
         write_text_atomic(args.json, json.dumps(result, indent=1) + "\n")
         print(f"wrote {args.json}")
@@ -347,7 +357,7 @@ def cmd_discretize(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with its four subcommands."""
+    """The argument parser with its five subcommands."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--quiet", action="store_true", help="no progress on stderr")
     common.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -402,12 +412,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--categorical", help="comma-separated one-hot features (others numeric; default: all one-hot)")
     p.add_argument("--preset", help="the paper's categorical features for a bundled data set (e.g. adult)")
     p.add_argument("--json", help="also write the coefficients to this JSON file")
+    p.add_argument("--intercept", action="store_true", help="add an intercept column (the paper's encoding has none)")
     p.set_defaults(func=cmd_fit)
 
     p = sub.add_parser("inspect", parents=[common], help="ledger, measurements, model and rounds of a release")
     p.add_argument("release")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_inspect)
+    add_predict(sub, common)
     return parser
 
 

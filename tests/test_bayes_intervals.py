@@ -52,7 +52,7 @@ def test_estimator_intervals_on_a_release(data):
     model = DDSSPLinearRegression("education", categorical=["married"], interval="measurements", n_boot=100, random_state=0)
     model.fit(release)
     ci = model.coef_interval_
-    assert ci.shape == (model.n_features_in_, 2)
+    assert ci.shape == (len(model.coef_), 2)
     assert np.all(ci[:, 0] <= model.coef_) and np.all(model.coef_ <= ci[:, 1])
     wide, narrow = model.conf_int(0.05), model.conf_int(0.5)
     assert np.all(wide[:, 1] - wide[:, 0] >= narrow[:, 1] - narrow[:, 0])
@@ -68,7 +68,7 @@ def test_estimator_intervals_on_a_release(data):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         clf.fit(release)
-    assert clf.conf_int().shape == (clf.n_features_in_, 2) and np.all(np.isfinite(clf.conf_int()))
+    assert clf.conf_int().shape == (len(clf.coef_), 2) and np.all(np.isfinite(clf.conf_int()))
 
 
 def test_noise_on_a_measured_pair_has_the_measurement_variance(data):

@@ -7,8 +7,9 @@ domain (see `ddssp.inputs`), and learns ``coef_``, ``intercept_``, ``encoding_``
 ``n_features_in_`` and ``feature_names_in_`` (the input columns) and ``discretizer_`` (the spec,
 or None). ``predict`` and friends take a DataFrame (columns selected by name, any order, extra
 columns such as the target ignored; raw values when a spec is known) or an array (columns by
-position). Linear models predict the target on its code scale (``decision_function`` is the
-score on the encoded scale); logistic models predict classes (codes, or labels with a spec).
+position). Linear models predict the target on its code scale (``predict_encoded`` gives the
+encoded scale); logistic models predict classes (codes, or labels with a spec) and have
+``decision_function`` (log-odds), ``predict_proba`` and ``predict_log_proba``.
 
 `DPEstimator` adds what the private baselines share: budget checks through `marginals.privacy`,
 published noise from `marginals.randomness.noise_source` (secure unless an insecure seed is given
@@ -59,6 +60,7 @@ class EncodedLinearModel:
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.categorical = True  # X holds integer codes of a public domain
+        tags.input_tags.positive_only = True
         tags.target_tags.required = True  # fit(source) needs no y, but fit(X) of codes does
         if tags.classifier_tags is not None:
             tags.classifier_tags.multi_class = False
@@ -85,7 +87,7 @@ class EncodedLinearModel:
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None: call "
                              "fit(X, y) on codes, or fit(source) on a release, a Dataset or a DataFrame with the target")  # fmt: skip
         try:
-            return resolve_fit(X, y, self.target, domain, 2 if _is_logistic(self) else None)
+            return resolve_fit(X, y, self.target, domain, _is_logistic(self))
         except TypeError as exc:
             raise TypeError(f"cannot fit: {exc}") from None
 
@@ -136,7 +138,8 @@ class EncodedLinearModel:
         """The feature codes of ``X`` (through the spec when the model has one)."""
         self._check_fitted()
         features = self.encoding_.feature_attrs
-        table = predict_table(X, features, hasattr(self, "feature_names_in_"), type(self).__name__)
+        table = predict_table(X, features, hasattr(self, "feature_names_in_"), self.discretizer_ is not None,
+                              type(self).__name__)  # fmt: skip
         if self.discretizer_ is None or not features:
             return table
         codes = sub_discretizer(self.discretizer_, features).transform_df(table)
@@ -145,17 +148,26 @@ class EncodedLinearModel:
                             "predictions need every row")  # fmt: skip
         return codes
 
-    def decision_function(self, X: Any) -> np.ndarray:
-        """The linear score x.theta + intercept of every row (the encoded target scale for linear models)."""
-        features = self.encoding_.encode_features(self._codes(X)) if hasattr(self, "encoding_") else None
-        self._check_fitted()
+    def _linear_score(self, X: Any) -> np.ndarray:
+        codes = self._codes(X)  # checks the model is fitted first
+        features = self.encoding_.encode_features(codes)
         if self.encoding_.intercept:
             features = features[:, 1:]
         return features @ self.coef_ + self.intercept_
 
+    @available_if(_is_logistic)
+    def decision_function(self, X: Any) -> np.ndarray:
+        """The linear score x.theta + intercept of every row (log-odds of ``classes_[1]``)."""
+        return self._linear_score(X)
+
+    @available_if(lambda self: not _is_logistic(self))
+    def predict_encoded(self, X: Any) -> np.ndarray:
+        """Linear models: x.theta + intercept, the prediction on the encoded target scale (``encoding_``)."""
+        return self._linear_score(X)
+
     def predict(self, X: Any) -> np.ndarray:
         """Linear: the target on its code scale. Logistic: the class (``classes_``: codes 0/1, or the spec's labels)."""
-        scores = self.decision_function(X)
+        scores = self._linear_score(X)
         if _is_logistic(self):
             return self.classes_[(scores > 0).astype(np.intp)]
         return self.encoding_.decode_target(scores)
@@ -163,17 +175,17 @@ class EncodedLinearModel:
     @available_if(_is_logistic)
     def predict_proba(self, X: Any) -> np.ndarray:
         """(n, 2) probabilities of ``classes_``: P(classes_[1]) = sigmoid(x.theta)."""
-        p1 = expit(self.decision_function(X))
+        p1 = expit(self._linear_score(X))
         return np.column_stack([1.0 - p1, p1])
 
     @available_if(_is_logistic)
     def predict_log_proba(self, X: Any) -> np.ndarray:
         """Logarithm of `predict_proba` (computed without overflow)."""
-        scores = self.decision_function(X)
+        scores = self._linear_score(X)
         return np.column_stack([-np.logaddexp(0.0, scores), -np.logaddexp(0.0, -scores)])
 
     def inverse_transform_target(self, values: np.ndarray) -> np.ndarray:
-        """Map values on the encoded target scale (``decision_function``) to the target's code scale."""
+        """Map values on the encoded target scale (``predict_encoded``) to the target's code scale."""
         self._check_fitted()
         return self.encoding_.decode_target(values)
 
@@ -189,7 +201,7 @@ class EncodedLinearModel:
     def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
         """Accuracy (logistic) or R^2 on the target's code scale (linear) of the predictions of ``X`` against ``y``."""
         codes = self.target_codes(y)
-        scores = self.decision_function(X)
+        scores = self._linear_score(X)
         if _is_logistic(self):
             return float(accuracy_score(codes, (scores > 0).astype(np.int64), sample_weight=sample_weight))
         return float(r2_score(codes, self.encoding_.decode_target(scores), sample_weight=sample_weight))

@@ -20,6 +20,10 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from sklearn.utils import check_array
+from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.validation import check_non_negative, column_or_1d
+
 from marginals import DataError, Dataset, Discretizer, Domain
 from marginals.source import as_marginal_source, implements_member
 
@@ -112,27 +116,36 @@ def _feature_names(X: Any, target: str, domain: DomainLike, width: int) -> tuple
     return names
 
 
-def _as_2d(X: Any) -> Any:
+def as_2d(X: Any, raw: bool) -> Any:
+    """``X`` as a DataFrame (kept) or a 2-d array: numeric codes, or any values when ``raw`` (a spec codes them).
+    Sparse, complex, 1-d and empty inputs are refused (`sklearn.utils.check_array`)."""
     if isinstance(X, pd.DataFrame):
+        if X.shape[1] == 0:
+            raise ValueError(f"0 feature(s) (shape={X.shape}) while a minimum of 1 is required.")
         return X
-    try:
-        array = np.asarray(X)
-    except Exception as exc:  # ragged lists and other non-tables
-        raise TypeError(f"X must be a DataFrame or a 2-d array of codes: {exc}") from None
-    if array.ndim != 2:
-        raise ValueError(f"expected a 2-d X (rows x columns), got an array of shape {array.shape}; "
-                         "reshape a single feature with X.reshape(-1, 1)")  # fmt: skip
-    return array
+    X = check_array(X, accept_sparse=False, dtype=None if raw else "numeric", ensure_all_finite=False)
+    if not raw:
+        check_non_negative(X, "X (integer codes)")
+    return X
 
 
-def xy_table(X: Any, y: Any, target: str | None, domain: DomainLike) -> tuple[pd.DataFrame, str, bool]:
+def check_target(y: Any, logistic: bool, raw: bool) -> np.ndarray:
+    """``y`` as a 1-d array (a column vector warns); a logistic target of codes must be binary."""
+    y = column_or_1d(y, warn=True)
+    if logistic and not raw:
+        kind = type_of_target(y, input_name="y", raise_unknown=True)
+        if kind == "continuous":
+            raise ValueError("Unknown label type: continuous; a logistic target holds the codes 0/1")
+        if kind != "binary":
+            raise ValueError(f"Only binary classification is supported. The type of the target is {kind}.")
+    return y
+
+
+def xy_table(X: Any, y: Any, target: str | None, domain: DomainLike, logistic: bool) -> tuple[pd.DataFrame, str, bool]:
     """(one DataFrame holding X's columns and y as the target column, the target's name, X was named)."""
-    X = _as_2d(X)
-    y_values = np.asarray(y)
-    if y_values.ndim == 2 and y_values.shape[1] == 1:
-        y_values = y_values[:, 0]
-    if y_values.ndim != 1:
-        raise ValueError(f"y must be 1-d (one target), got shape {y_values.shape}")
+    raw = isinstance(domain, Discretizer)
+    y_values = check_target(y, logistic, raw)
+    X = as_2d(X, raw)
     if len(y_values) != X.shape[0]:
         raise ValueError(f"X has {X.shape[0]} rows but y has {len(y_values)}")
     name = _target_name(target, X, y, domain)
@@ -145,34 +158,34 @@ def xy_table(X: Any, y: Any, target: str | None, domain: DomainLike) -> tuple[pd
     return table, name, _named(X)
 
 
-def resolve_fit(X: Any, y: Any, target: str | None, domain: DomainLike, target_levels: int | None) -> FitInput:
+def resolve_fit(X: Any, y: Any, target: str | None, domain: DomainLike, logistic: bool) -> FitInput:
     """The marginal source, columns, target and spec of a fit (see the module docstring)."""
     if y is None:
         if target is None:
             raise ValueError("target= is required to fit on a table or a release (or call fit(X, y))")
         if isinstance(X, pd.DataFrame):
-            source, disc = coded_table(X, domain, target, target_levels)
+            source, disc = coded_table(X, domain, target, 2 if logistic else None)
         else:
             source = as_marginal_source(X, None)
             disc = source.discretizer if implements_member(source, "discretizer") else None
         named = True
     else:
-        table, target, named = xy_table(X, y, target, domain)
-        source, disc = coded_table(table, domain, target, target_levels, exact=True)
+        table, target, named = xy_table(X, y, target, domain, logistic)
+        source, disc = coded_table(table, domain, target, 2 if logistic else None, exact=True)
     if target not in source.domain:
         raise ValueError(f"target {target!r} is not in the domain; attributes are {list(source.domain.attrs)}")
     features = tuple(a for a in source.domain.attrs if a != target)
     return FitInput(source, features, target, disc, named)
 
 
-def predict_table(X: Any, features: Sequence[str], named: bool, who: str) -> pd.DataFrame:
+def predict_table(X: Any, features: Sequence[str], named: bool, raw: bool, who: str) -> pd.DataFrame:
     """The feature columns of ``X`` by name (a named fit; extra columns ignored) or by position."""
     if named and _named(X):
         missing = [a for a in features if a not in X.columns]
         if missing:
             raise ValueError(f"the table lacks the column(s) {missing} needed by the model")
         return X[list(features)]
-    X = _as_2d(X)
+    X = as_2d(X, raw)
     if X.shape[1] != len(features):
         raise ValueError(f"X has {X.shape[1]} features, but {who} is expecting {len(features)} features as input")
     if isinstance(X, pd.DataFrame):

@@ -69,7 +69,8 @@ def test_learned_attributes_and_prediction_shapes(name):
     assert model.coef_.shape == (p,) and p == model.encoding_.n_features - 1  # the intercept is apart
     assert isinstance(model.intercept_, float)
     assert "sector=1" in list(model.encoded_feature_names_) and "age" in list(model.encoded_feature_names_)
-    assert model.decision_function(DF).shape == (len(DF),)
+    score = model.decision_function if name in LOGISTIC else model.predict_encoded
+    assert score(DF).shape == (len(DF),)
     assert model.predict(DF.head(7)).shape == (7,)
     if name in LOGISTIC:
         proba = model.predict_proba(DF)

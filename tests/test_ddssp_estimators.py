@@ -131,7 +131,7 @@ def test_linear_predictions_and_inverse_transform():
     df = data.to_df()
     model = DDSSPLinearRegression("hours", ["sector", "region"]).fit(data)
     assert model.intercept_ == 0.0
-    scores = model.decision_function(df.drop(columns=["hours"]))  # the target column is not needed
+    scores = model.predict_encoded(df.drop(columns=["hours"]))  # the target column is not needed
     assert scores.shape == (3000,)
     codes = model.inverse_transform_target(scores)
     assert np.allclose(codes, (scores + 1) * (5 - 1) / 2)
@@ -217,4 +217,4 @@ def test_adult_ddssp_linear_equals_ols():
     public = PublicLinearRegression("education-num", cat).fit(train)
     assert np.max(np.abs(ddssp.coef_ - public.coef_)) <= 1e-8 * max(1.0, np.max(np.abs(public.coef_)))
     y_test = ddssp.encoding_.encode_target(test)
-    assert np.mean((ddssp.decision_function(test) - y_test) ** 2) == pytest.approx(0.00056, abs=0.0001)
+    assert np.mean((ddssp.predict_encoded(test) - y_test) ** 2) == pytest.approx(0.00056, abs=0.0001)

@@ -204,12 +204,12 @@ def test_estimator_fit_predict_and_privacy_record():
     assert model.privacy_ == {"epsilon": 2.0, "delta": 1e-5, "neighbours": "add/remove one row", "private": False,
                               "mechanism": "TukeyEM: PTR check (eps/2) + restricted exponential mechanism (eps/2)"}
     df = DEMO.to_df()
-    pred = model.decision_function(df)  # the encoded target scale
+    pred = model.predict_encoded(df)  # the encoded target scale
     assert pred.shape == (len(df),)
     # close to OLS (public 0.4363 here), clearly better than the zero model (mean y^2 = 0.4741)
     y = model.encoding_.encode_target(df)
     ols = PublicLinearRegression("hours", CAT).fit(DEMO)
-    ols_mse = mean_squared_error(y, ols.decision_function(df))
+    ols_mse = mean_squared_error(y, ols.predict_encoded(df))
     assert mean_squared_error(y, pred) < ols_mse + 0.25 * (np.mean(y**2) - ols_mse)
     assert model.get_params()["n_models"] == 1000
 

@@ -1,5 +1,5 @@
 """PMT estimators on encoded tables: `PMTLinearRegression` (DP-PMT ridge) and
-`PMTLogisticRegression` (DP-PMT logistic), each with ``transform=False`` for the paper's
+`PMTLogisticRegression` (DP-PMT logistic), each with ``moment_transform=False`` for the paper's
 private-only baseline (DP-RR / DP-LR). The algorithms are in `ddssp.baselines.pmt`.
 
 The public second moment Sigma_B = E[x x^T] of the encoded features (and, for ridge, E[y^2]) is
@@ -95,7 +95,7 @@ class _PMTModel(DPEstimator):
 
     def __init__(
         self, epsilon: float, delta: float, target: str | None = None, categorical: Sequence[str] | None = None,
-        encoding: EncodingOptions | None = None, public_moment: Any = None, transform: bool = True,
+        encoding: EncodingOptions | None = None, public_moment: Any = None, moment_transform: bool = True,
         ridge: float = 0.0, eta: float = 0.05, moment_ridge: float = 1e-3, newton_steps: int = 5,
         accountant: Any = None, random_state: int | RandomSource | None = None,
         domain: Domain | Discretizer | int | None = None,
@@ -144,7 +144,7 @@ class PMTLinearRegression(_PMTModel, LinearRegressor):
         epsilon, delta: the guarantee of one fit, spent as mu = gdp_mu(epsilon, delta) Gaussian DP.
         target, categorical, encoding, domain: as for `AdaSSP`.
         public_moment: where Sigma_B and E[y^2] come from (see the module docstring).
-        transform: True for DP-PMTRR; False for the private-only baseline DP-RR (clipping radii
+        moment_transform: True for DP-PMTRR; False for the private-only baseline DP-RR (clipping radii
             sqrt(Tr Sigma_B + p log(n/eta)) and sqrt(E y^2 + log(n/eta)) from the public moment).
         ridge: lambda in (A^T A / n + lambda I) (the paper keeps its meaning through the transform).
         eta: clipping failure probability (sets the radii; utility only).
@@ -159,14 +159,14 @@ class PMTLinearRegression(_PMTModel, LinearRegressor):
     """
 
     def _mechanism(self) -> str:
-        return "DP-PMT ridge (Cao, Bi & Zhang Alg. 2)" if self.transform else "DP-RR (Cao, Bi & Zhang Thm 4.3)"
+        return "DP-PMT ridge (Cao, Bi & Zhang Alg. 2)" if self.moment_transform else "DP-RR (Cao, Bi & Zhang Thm 4.3)"
 
     def _fit_encoded(self, source: Any, encoding: Encoding) -> None:
         """Fit on the private rows in memory (a `Dataset`)."""
         X, y, moment, y_moment, mu, rng = self._prepare(source, encoding)
         if not (y_moment > 0 and math.isfinite(y_moment)):
             raise ValueError(f"the public moment gives E[y^2] = {y_moment}; ridge needs a (p+1) x (p+1) moment > 0")
-        if self.transform:
+        if self.moment_transform:
             result = pmt_ridge(X, y, moment, y_moment, mu, self.ridge, self.eta, rng)
         else:
             radius, y_radius = private_only_radii(float(np.trace(moment)), y_moment, len(X), X.shape[1], self.eta)
@@ -179,7 +179,7 @@ class PMTLogisticRegression(_PMTModel, LogisticClassifier):
 
     Args: as `PMTLinearRegression`, with a 2-level target (code 1 positive) and
         ``newton_steps``: T, the exact number of noisy Newton steps from 0 (budget split evenly).
-        ``transform=False`` gives the private-only DP-LR (radius sqrt(Tr Sigma_B + p log(n/eta))).
+        ``moment_transform=False`` gives the private-only DP-LR (radius sqrt(Tr Sigma_B + p log(n/eta))).
         ``ridge``: lambda of the penalty (lambda/2)||theta||^2 on the mean log-loss.
 
     Learned: ``coef_``, ``intercept_``, ``classes_``, ``sigmas_`` (noise std of each Hessian and
@@ -188,7 +188,7 @@ class PMTLogisticRegression(_PMTModel, LogisticClassifier):
     """
 
     def _mechanism(self) -> str:
-        if self.transform:
+        if self.moment_transform:
             return "DP-PMT logistic, noisy Newton (Cao, Bi & Zhang Alg. 3)"
         return "DP-LR, noisy Newton (Cao, Bi & Zhang Alg. 5)"
 
@@ -202,7 +202,7 @@ class PMTLogisticRegression(_PMTModel, LogisticClassifier):
         X, y, moment, _, mu, rng = self._prepare(source, encoding)
         y01 = (y > 0).astype(np.float64)  # the encoding's -1/+1 labels as 0/1
         steps = int(self.newton_steps)
-        if self.transform:
+        if self.moment_transform:
             result = pmt_logistic(X, y01, moment, mu, self.ridge, self.eta, steps, rng)
         else:
             radius, _ = private_only_radii(float(np.trace(moment)), 0.0, len(X), X.shape[1], self.eta)

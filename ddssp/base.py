@@ -33,7 +33,7 @@ from marginals.privacy import cdp_rho
 from marginals.randomness import RandomSource, noise_source
 
 from .encoding import Encoding, EncodingOptions, build_encoding, read_codes
-from .inputs import FitInput, resolve_fit, predict_table, sub_discretizer
+from .inputs import DomainLike, FitInput, predict_table, resolve_fit, sub_discretizer
 
 
 def store_params(estimator: Any, params: dict[str, Any]) -> None:
@@ -68,7 +68,7 @@ class EncodedLinearModel:
 
     # -- fitting --------------------------------------------------------------------------------
 
-    def fit(self, X: Any, y: Any = None, *, domain: Domain | None = None) -> Any:
+    def fit(self, X: Any, y: Any = None, *, domain: DomainLike = None) -> Any:
         """Fit on a release or other marginal source, a DataFrame holding the target, or ``X, y``.
 
         ``domain`` (here or as the ``domain`` parameter) is the public domain of a DataFrame or
@@ -82,7 +82,7 @@ class EncodedLinearModel:
         return self
 
     def _resolve(self, X: Any, y: Any, domain: Any) -> FitInput:
-        domain = getattr(self, "domain", None) if domain is None else domain
+        domain = self.domain if domain is None else domain
         if y is None and isinstance(X, (np.ndarray, list, tuple)):
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None: call "
                              "fit(X, y) on codes, or fit(source) on a release, a Dataset or a DataFrame with the target")  # fmt: skip
@@ -97,15 +97,15 @@ class EncodedLinearModel:
     def _fit_encoded(self, source: Any, encoding: Encoding) -> None:
         raise NotImplementedError
 
-    def _encoding(self, domain: Domain, task: str, target: str | None = None) -> Encoding:
-        options = self.encoding if getattr(self, "encoding", None) is not None else EncodingOptions()
+    def _encoding(self, domain: Domain, task: str, target: str) -> Encoding:
+        options = self.encoding if self.encoding is not None else EncodingOptions()
         if not isinstance(options, EncodingOptions):
             raise TypeError(f"encoding must be an EncodingOptions or None, got {type(options).__name__}")
-        target = self.target if target is None else target
-        return build_encoding(domain, target, task, getattr(self, "categorical", None), options)
+        return build_encoding(domain, target, task, self.categorical, options)
 
     def _set_inputs(self, data: FitInput, encoding: Encoding) -> None:
         disc = data.discretizer
+        self.__dict__.pop("coef_", None)  # a refit that fails leaves no stale coefficients
         self.encoding_ = encoding
         self.discretizer_ = disc
         self.target_ = data.target

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from sklearn.base import is_classifier
 
 from marginals.dataset import read_csv_file
 from marginals.domain import read_json, write_text_atomic
@@ -76,7 +77,7 @@ def refit(release: Any, settings: dict, path: str) -> Any:
 
 def predictions(model: Any, rows: pd.DataFrame) -> pd.DataFrame:
     """The output table of ``predict`` (see the module docstring)."""
-    if hasattr(model, "predict_proba"):
+    if is_classifier(model):
         return pd.DataFrame({"prediction": model.predict(rows), "probability": model.predict_proba(rows)[:, 1]})
     values = model.predict(rows)
     out = pd.DataFrame({"prediction": values})

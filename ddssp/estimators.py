@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from marginals import Dataset, Domain, Discretizer
+from marginals import Dataset
 from marginals.randomness import sampling_rng
 from marginals.source import ModelSource, implements, implements_member
 
@@ -29,12 +29,10 @@ from .base import LinearRegressor, LogisticClassifier, store_params
 from .bayes.intervals import CoefficientIntervalMixin
 from .chebyshev import chebyshev_coefficients, log_sigmoid, monomial_coefficients
 from .encoding import Encoding, EncodingOptions
+from .inputs import DomainLike
 from .baselines.public import fit_encoded
 from .solvers import DEFAULT_RIDGE, quadratic_logistic_solution, solve_normal_equations
 from .statistics import sufficient_statistics
-
-DomainParam = Domain | Discretizer | int | None
-
 
 class DDSSPLinearRegression(CoefficientIntervalMixin, LinearRegressor):
     """Linear regression theta = (X^T X + ridge I)^-1 X^T y with X^T X, X^T y from marginals.
@@ -68,7 +66,7 @@ class DDSSPLinearRegression(CoefficientIntervalMixin, LinearRegressor):
         self, target: str | None = None, categorical: Sequence[str] | None = None,
         encoding: EncodingOptions | None = None, ridge: float = DEFAULT_RIDGE, interval: str | None = None,
         n_boot: int = 200, interval_alpha: float = 0.1, interval_kind: str = "basic",
-        random_state: int | None = None, domain: DomainParam = None,
+        random_state: int | None = None, domain: DomainLike = None,
     ) -> None:  # fmt: skip
         store_params(self, locals())
 
@@ -106,7 +104,7 @@ class DDSSPLogisticRegression(CoefficientIntervalMixin, LogisticClassifier):
         encoding: EncodingOptions | None = None, degree: int = 2, radius: float = 6.0,
         method: str = "interpolation", alpha: float = 0.0, ridge: float = DEFAULT_RIDGE,
         interval: str | None = None, n_boot: int = 200, interval_alpha: float = 0.1, interval_kind: str = "basic",
-        random_state: int | None = None, domain: DomainParam = None,
+        random_state: int | None = None, domain: DomainLike = None,
     ) -> None:  # fmt: skip
         store_params(self, locals())
 
@@ -152,7 +150,7 @@ class AIMSynth(LinearRegressor):
     def __init__(
         self, target: str | None = None, task: str = "linear", categorical: Sequence[str] | None = None,
         encoding: EncodingOptions | None = None, n_synthetic: int | None = None,
-        random_state: int | np.random.Generator | None = None, domain: DomainParam = None,
+        random_state: int | np.random.Generator | None = None, domain: DomainLike = None,
     ) -> None:  # fmt: skip
         store_params(self, locals())
 

@@ -87,12 +87,19 @@ def coded_table(df: pd.DataFrame, domain: DomainLike, target: str, target_levels
     return as_marginal_source(df, domain), None
 
 
+def _attrs(domain: DomainLike) -> tuple[str, ...] | None:
+    """The attributes a public domain names (None for an int number of levels)."""
+    if isinstance(domain, Discretizer):
+        return domain.domain.attrs
+    return domain.attrs if isinstance(domain, Domain) else None
+
+
 def _target_name(target: str | None, X: Any, y: Any, domain: DomainLike) -> str:
     if target is not None:
         return str(target)
     if isinstance(y, pd.Series) and isinstance(y.name, str):
         return y.name
-    attrs = domain.domain.attrs if isinstance(domain, Discretizer) else getattr(domain, "attrs", None)
+    attrs = _attrs(domain)
     if attrs is not None and _named(X):
         rest = [a for a in attrs if a not in set(X.columns)]
         if len(rest) == 1:
@@ -108,7 +115,7 @@ def _feature_names(X: Any, target: str, domain: DomainLike, width: int) -> tuple
         if target in names:
             raise ValueError(f"X holds the target column {target!r}; pass it as y only")
         return names
-    attrs = domain.domain.attrs if isinstance(domain, Discretizer) else getattr(domain, "attrs", None)
+    attrs = _attrs(domain)
     names = tuple(f"x{i}" for i in range(width)) if attrs is None else tuple(a for a in attrs if a != target)
     if len(names) != width:
         raise ValueError(f"X has {width} columns but the domain has {len(names)} features {list(names)} besides "

@@ -28,11 +28,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from marginals import Accountant, BudgetExceeded, Discretizer, Domain, cdp_rho
+from marginals import Accountant, BudgetExceeded, cdp_rho
 from marginals.randomness import RandomSource
 
 from ..base import DPEstimator, LinearRegressor, store_params
 from ..encoding import Encoding, EncodingOptions
+from ..inputs import DomainLike
 from ..solvers import solve_linear_system
 from .common import private_statistics
 
@@ -66,7 +67,7 @@ class AdaSSP(DPEstimator, LinearRegressor):
         categorical: Sequence[str] | None = None, encoding: EncodingOptions | None = None,
         failure_prob: float = 0.05, budget_split: Sequence[float] = (1 / 3, 1 / 3, 1 / 3),
         accountant: Accountant | None = None, random_state: int | RandomSource | None = None,
-        domain: Domain | Discretizer | int | None = None,
+        domain: DomainLike = None,
     ) -> None:  # fmt: skip
         store_params(self, locals())
 

@@ -22,11 +22,11 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from marginals import Discretizer, Domain
 from marginals.randomness import RandomSource
 
 from ..base import DPEstimator, LogisticClassifier, store_params
 from ..encoding import Encoding, EncodingOptions
+from ..inputs import DomainLike
 from ..solvers import fit_logistic
 from .common import encoded_rows
 
@@ -51,7 +51,7 @@ class ObjPert(DPEstimator, LogisticClassifier):
     def __init__(
         self, epsilon: float, delta: float, target: str | None = None, categorical: Sequence[str] | None = None,
         encoding: EncodingOptions | None = None, accountant: Any = None,
-        random_state: int | RandomSource | None = None, domain: Domain | Discretizer | int | None = None,
+        random_state: int | RandomSource | None = None, domain: DomainLike = None,
     ) -> None:  # fmt: skip
         store_params(self, locals())
 

@@ -29,12 +29,13 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from marginals import Discretizer, Domain, gdp_mu
+from marginals import Domain, gdp_mu
 from marginals.randomness import RandomSource
 from marginals.source import MarginalSource, as_marginal_source, implements, is_rows
 
 from ..base import DPEstimator, LinearRegressor, LogisticClassifier, store_params
 from ..encoding import Encoding, EncodingOptions
+from ..inputs import DomainLike
 from ..statistics import sufficient_statistics
 from .common import encoded_rows
 from .pmt import dp_logistic, dp_ridge, pmt_logistic, pmt_ridge, private_only_radii
@@ -98,7 +99,7 @@ class _PMTModel(DPEstimator):
         encoding: EncodingOptions | None = None, public_moment: Any = None, moment_transform: bool = True,
         ridge: float = 0.0, eta: float = 0.05, moment_ridge: float = 1e-3, newton_steps: int = 5,
         accountant: Any = None, random_state: int | RandomSource | None = None,
-        domain: Domain | Discretizer | int | None = None,
+        domain: DomainLike = None,
     ) -> None:  # fmt: skip
         store_params(self, locals())
 

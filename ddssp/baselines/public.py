@@ -11,10 +11,10 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from marginals import Discretizer, Domain
 
 from ..base import LinearRegressor, LogisticClassifier, store_params
 from ..encoding import Encoding, EncodingOptions
+from ..inputs import DomainLike
 from ..solvers import fit_logistic
 from .common import private_rows
 
@@ -41,7 +41,7 @@ class _PublicModel:
 
     def __init__(
         self, target: str | None = None, categorical: Sequence[str] | None = None,
-        encoding: EncodingOptions | None = None, domain: Domain | Discretizer | int | None = None,
+        encoding: EncodingOptions | None = None, domain: DomainLike = None,
     ) -> None:  # fmt: skip
         store_params(self, locals())
 

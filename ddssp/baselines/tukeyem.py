@@ -20,11 +20,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from marginals import Discretizer, Domain
 from marginals.randomness import RandomSource
 
 from ..base import DPEstimator, LinearRegressor, store_params
 from ..encoding import Encoding, EncodingOptions
+from ..inputs import DomainLike
 from .common import encoded_rows
 from .tukey import tukey_em
 
@@ -60,7 +60,7 @@ class TukeyEM(DPEstimator, LinearRegressor):
         self, epsilon: float, delta: float, target: str | None = None, categorical: Sequence[str] | None = None,
         encoding: EncodingOptions | None = None, n_models: int = 1000, monotone: bool = True,
         jitter: float = 1e-10, accountant: Any = None, random_state: int | RandomSource | None = None,
-        domain: Domain | Discretizer | int | None = None,
+        domain: DomainLike = None,
     ) -> None:  # fmt: skip
         store_params(self, locals())
 

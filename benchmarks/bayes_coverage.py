@@ -78,7 +78,7 @@ def coverage_rows(eps: float, trial: int, train: Dataset, ols: np.ndarray, args)
     rows = []
     for level in LEVELS:
         ci = bootstrap_interval(boot.estimate, boot.replicates, 1 - level, "basic")
-        for j, name in enumerate(est.feature_names_in_):
+        for j, name in enumerate(est.encoded_feature_names_):
             rows.append({
                 "epsilon": eps, "trial": trial, "level": level, "feature": name, "estimate": boot.estimate[j],
                 "lo": ci[j, 0], "hi": ci[j, 1], "ols": ols[j], "measured": measured[j], "boot_sd": boot.std[j],

@@ -243,7 +243,7 @@ def get_release(
 
 def evaluate(model, task: Task, test: pd.DataFrame) -> float:
     if task.kind == "linear":
-        return mean_squared_error(model.encoding_.encode_target(test), model.predict(test))
+        return mean_squared_error(model.encoding_.encode_target(test), model.predict_encoded(test))  # the encoded target scale
     return roc_auc(test[task.target].to_numpy(), model.decision_function(test))
 
 

@@ -4,8 +4,8 @@ Estimators are scikit-learn estimators: ``__init__`` stores hyperparameters unch
 takes a marginal source, a DataFrame holding the target, or ``X, y``, always with a *public*
 domain (see `ddssp.inputs`), and learns ``coef_``, ``intercept_``, ``encoding_``,
 ``encoded_feature_names_`` (the encoded columns, named by level labels when a spec is known),
-``n_features_in_`` and ``feature_names_in_`` (the input columns) and ``discretizer_`` (the spec,
-or None). ``predict`` and friends take a DataFrame (columns selected by name, any order, extra
+``n_features_in_`` and ``feature_names_in_`` (the input columns), ``target_`` (the target's
+name), ``discretizer_`` (the spec, or None) and, for logistic models, ``classes_``. ``predict`` and friends take a DataFrame (columns selected by name, any order, extra
 columns such as the target ignored; raw values when a spec is known) or an array (columns by
 position). Linear models predict the target on its code scale (``predict_encoded`` gives the
 encoded scale); logistic models predict classes (codes, or labels with a spec) and have

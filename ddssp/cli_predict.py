@@ -93,7 +93,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     check_outputs([("--out", args.out)], [("--release", args.release), ("--coef", args.coef), ("--data", args.data)])
     settings = _settings(args.coef)
     model = refit(_load_release(args.release), settings, args.coef)
-    rows = read_csv_file(args.data)
+    rows = read_csv_file(args.data, skipinitialspace=True)
     try:
         table = predictions(model, rows)
     except ValueError as exc:

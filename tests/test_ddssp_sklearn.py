@@ -17,19 +17,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from ddssp import (
-    AIMSynth,
-    AdaSSP,
-    DDSSPLinearRegression,
-    DDSSPLogisticRegression,
-    EncodingOptions,
-    ObjPert,
-    PMTLinearRegression,
-    PMTLogisticRegression,
-    PublicLinearRegression,
-    PublicLogisticRegression,
-    TukeyEM,
-)
+from ddssp import AIMSynth, AdaSSP, DDSSPLinearRegression, DDSSPLogisticRegression, EncodingOptions, ObjPert
+from ddssp import PMTLinearRegression, PMTLogisticRegression, PublicLinearRegression, PublicLogisticRegression, TukeyEM
 from marginals import InsecureSeedWarning
 from marginals.data import demo_dataset
 

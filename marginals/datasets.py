@@ -77,3 +77,7 @@ def load_adult(
     df = data.to_df()
     X, y = df.drop(columns=[target]), df[target]
     return (X, y) if as_frame else (X.to_numpy(dtype=np.int64), y.to_numpy(dtype=np.int64))
+
+
+#: the shipped data sets by name (``dp-marginals synth --dataset NAME`` runs on the train split).
+DATASETS = {"adult": load_adult}

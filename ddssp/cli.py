@@ -421,6 +421,12 @@ class _Renamed(argparse.Action):
         parser.error(f"{option_string} was renamed: use {self.const}")
 
 
+def _subcommand(sub: Any, common: argparse.ArgumentParser, name: str, summary: str, description: str) -> Any:
+    """A subcommand's parser with the ``common`` flags; ``summary`` shows in the command list,
+    ``description`` in its own --help."""
+    return sub.add_parser(name, parents=[common], help=summary, description=description)
+
+
 def _add_raw_csv_flags(p: argparse.ArgumentParser, when: str = "") -> None:
     """--no-header, --skip-rows and --drop-extra: how to read a raw CSV (``synth --spec``, ``discretize``)."""
     p.add_argument("--no-header", action="store_true",
@@ -432,9 +438,9 @@ def _add_raw_csv_flags(p: argparse.ArgumentParser, when: str = "") -> None:
 
 
 def _add_synth(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("synth", parents=[common], help="AIM release and synthetic table",
-                       description="Measure noisy marginals with AIM under (--epsilon, --delta), write the release "
-                                   "and a synthetic CSV sampled from its model.")
+    p = _subcommand(sub, common, "synth", "AIM release and synthetic table",
+                    "Measure noisy marginals with AIM under (--epsilon, --delta), write the release "
+                    "and a synthetic CSV sampled from its model.")
     p.add_argument("--data", metavar="CSV", help="CSV of integer codes (with --domain) or of raw values (with --spec)")
     p.add_argument("--domain", metavar="JSON", help="the public domain.json of --data (column -> number of levels)")
     p.add_argument("--spec", metavar="JSON",
@@ -472,9 +478,9 @@ def _add_synth(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _add_discretize(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("discretize", parents=[common], help="raw table -> integer codes (public spec), or back",
-                       description="Encode a raw CSV into codes + domain.json with a public spec (--data, --out-dir), "
-                                   "or decode a CSV of codes back to readable values (--decode).")
+    p = _subcommand(sub, common, "discretize", "raw table -> integer codes (public spec), or back",
+                    "Encode a raw CSV into codes + domain.json with a public spec (--data, --out-dir), "
+                    "or decode a CSV of codes back to readable values (--decode).")
     p.add_argument("--spec", required=True, metavar="JSON", help="the discretization spec (see marginals.discretize)")
     p.add_argument("--data", metavar="CSV", help="raw CSV to encode")
     _add_raw_csv_flags(p)
@@ -492,9 +498,9 @@ def _add_discretize(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _add_fit(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("fit", parents=[common], help="DD-SSP regression from a release alone",
-                       description="Fit a DD-SSP regression from the marginals of a release (no private rows, "
-                                   "no further privacy cost) and print its coefficients.")
+    p = _subcommand(sub, common, "fit", "DD-SSP regression from a release alone",
+                    "Fit a DD-SSP regression from the marginals of a release (no private rows, "
+                    "no further privacy cost) and print its coefficients.")
     p.add_argument("--release", required=True, metavar="NPZ", help="a release file written by synth")
     p.add_argument("--target", required=True, metavar="ATTR", help="the attribute to predict (a column of the release)")
     p.add_argument("--model", choices=["linear", "logistic"], default="linear",
@@ -510,9 +516,9 @@ def _add_fit(sub: Any, common: argparse.ArgumentParser) -> None:
 
 
 def _add_inspect(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = sub.add_parser("inspect", parents=[common], help="ledger, measurements, model and rounds of a release",
-                       description="Print what a release holds and what it cost: the privacy ledger, measurements, "
-                                   "model cliques and selection rounds.")
+    p = _subcommand(sub, common, "inspect", "ledger, measurements, model and rounds of a release",
+                    "Print what a release holds and what it cost: the privacy ledger, measurements, "
+                    "model cliques and selection rounds.")
     p.add_argument("release", metavar="NPZ", help="a release file written by synth")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.set_defaults(func=cmd_inspect)

@@ -17,11 +17,13 @@ import json
 import os
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
+from marginals.dataset import Dataset
 from marginals.domain import Domain, write_bytes_atomic
 from marginals.mechanisms import Measurement
 from marginals.privacy import Accountant
@@ -168,6 +170,12 @@ class Release:
             config=header["config"],
             private=private,
         )
+
+    def report(self, path: str | os.PathLike, data: Dataset | pd.DataFrame | None = None, **options) -> Path:
+        """Write the HTML quality report (see `aim.report.write_report`; ``data`` adds a NON-PRIVATE diagnostic)."""
+        from .report import write_report  # loaded only when a report is written (its plots need an extra)
+
+        return write_report(self, path, data, **options)
 
     def without(self, attrs: Sequence[str]) -> "ReleaseView":
         """This release seen without ``attrs`` (e.g. a feature that leaks the target)."""

@@ -32,6 +32,7 @@ from marginals.domain import AtomicOutputs, Domain, read_json, write_text_atomic
 from marginals.privacy import cdp_rho
 from marginals.randomness import sampling_rng
 
+from .cli_report import add_report_parser
 from .encoding import categorical_preset
 from .estimators import DDSSPLinearRegression, DDSSPLogisticRegression
 
@@ -408,6 +409,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("release")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_inspect)
+    add_report_parser(sub, [common])
     return parser
 
 

@@ -18,7 +18,7 @@ import os
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -171,11 +171,15 @@ class Release:
             private=private,
         )
 
-    def report(self, path: str | os.PathLike, data: Dataset | pd.DataFrame | None = None, **options) -> Path:
-        """Write the HTML quality report (see `aim.report.write_report`; ``data`` adds a NON-PRIVATE diagnostic)."""
+    def report(self, path: str | os.PathLike, data: Dataset | pd.DataFrame | None = None, *,
+               synthetic: Dataset | pd.DataFrame | None = None, labels: Callable[[str], Sequence[str] | None] | None = None,
+               png_dir: str | os.PathLike | bool = True, title: str | None = None, worst: int = 6) -> Path:
+        """Write the one-file HTML quality report (and its PNGs); see `aim.report.write_report`.
+        ``data`` (the private rows) adds a NON-PRIVATE diagnostic: do not publish that report."""
         from .report import write_report  # loaded only when a report is written (its plots need an extra)
 
-        return write_report(self, path, data, **options)
+        return write_report(self, path, data, synthetic=synthetic, labels=labels, png_dir=png_dir, title=title,
+                            worst=worst)
 
     def without(self, attrs: Sequence[str]) -> "ReleaseView":
         """This release seen without ``attrs`` (e.g. a feature that leaks the target)."""

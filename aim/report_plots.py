@@ -90,10 +90,13 @@ def budget_figure(budget: float, totals: Sequence[tuple[str, int, float]], round
 
 
 def _rounds_axes(ax, budget: float, rounds: Sequence[dict]) -> None:
+    from matplotlib.ticker import MaxNLocator
+
     steps = [r for r in rounds if "rho_used" in r]
     x = [r.get("round", i + 1) for i, r in enumerate(steps)]
     ax.plot(x, [100 * r["rho_used"] / budget for r in steps], color=MECHANISM_COLORS[0], marker=".", label="budget spent")
     ax.set_ylim(0, 105)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("round")
     ax.set_ylabel("budget spent (%)", color=MECHANISM_COLORS[0])
     sigmas = [(xi, r["sigma"]) for xi, r in zip(x, steps) if isinstance(r.get("sigma"), (int, float))]
@@ -124,6 +127,21 @@ def _pair_sigmas(measurements: Sequence["Measurement"]) -> dict[tuple[str, str],
     return {k: (1.0 / math.sqrt(p), wide[k]) for k, p in precision.items()}
 
 
+def _layout(graph: nx.Graph, order: Sequence[str]) -> dict:
+    """Kamada-Kawai for the largest connected part (it shows its structure, but flings other parts
+    to the rim); the remaining attributes in a row underneath, each part's nodes side by side."""
+    rank = {a: i for i, a in enumerate(order)}
+    parts = sorted((sorted(p, key=rank.get) for p in nx.connected_components(graph)), key=lambda p: (-len(p), rank[p[0]]))
+    main = graph.subgraph(parts[0])
+    pos = {k: np.asarray(v) for k, v in (nx.kamada_kawai_layout(main) if len(main) > 2 else nx.circular_layout(main)).items()}
+    rest = [a for part in parts[1:] for a in part]
+    if rest:
+        bottom = min(v[1] for v in pos.values()) - 0.5
+        xs = np.linspace(-1, 1, len(rest) + 2)[1:-1]
+        pos.update({a: np.array([x, bottom]) for a, x in zip(rest, xs)})
+    return pos
+
+
 def clique_graph_figure(domain: "Domain", measurements: Sequence["Measurement"]) -> bytes:
     """Attributes as nodes (size: number of levels), an edge per measured pair coloured by its
     effective sigma (pairs inside a 3-way or larger clique dashed)."""
@@ -134,7 +152,7 @@ def clique_graph_figure(domain: "Domain", measurements: Sequence["Measurement"])
     graph.add_nodes_from(domain.attrs)
     pairs = _pair_sigmas(measurements)
     graph.add_edges_from(pairs)
-    pos = nx.kamada_kawai_layout(graph) if graph.number_of_edges() else nx.circular_layout(graph)
+    pos = _layout(graph, domain.attrs)
     size = max(6.0, min(11.0, 3 + 0.4 * len(domain)))
     fig = Figure(figsize=(size, size * 0.75), layout="constrained")
     ax = fig.subplots()
@@ -157,9 +175,15 @@ def clique_graph_figure(domain: "Domain", measurements: Sequence["Measurement"])
                            node_color="#cfe2f3", edgecolors="#1f78b4")
     nx.draw_networkx_labels(graph, pos, ax=ax, labels={a: _text(a, 24) for a in domain.attrs}, font_size=9,
                             bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "edgecolor": "none", "alpha": 0.8})
+    xy = np.array(list(pos.values()))
+    pad = 0.15 * max(np.ptp(xy[:, 0]), np.ptp(xy[:, 1]), 1.0)
+    ax.set_xlim(xy[:, 0].min() - pad, xy[:, 0].max() + pad)  # room for the nodes and labels at the rim
+    ax.set_ylim(xy[:, 1].min() - pad, xy[:, 1].max() + pad)
     wide = sum(len(m.clique) > 2 for m in measurements)
+    apart = nx.number_connected_components(graph) > 1
     ax.set_title(f"{len(domain)} attributes, {len(pairs)} measured pairs"
-                 + (f" ({wide} measurements of 3+ attributes: dashed)" if wide else ""), fontsize=10)
+                 + (f"; {wide} measurements of 3+ attributes (dashed)" if wide else "")
+                 + ("\nbottom row: attributes not linked to the main group" if apart else ""), fontsize=10)
     return _png(fig)
 
 

@@ -21,9 +21,10 @@ pytest.importorskip("matplotlib")
 
 from aim import AIM  # noqa: E402
 from aim.report import label_function, marginal_errors, total_variation, write_report  # noqa: E402
-from aim.report_plots import MissingExtraError, require_matplotlib  # noqa: E402
+from aim.report_plots import MissingExtraError, _pair_sigmas, clique_graph_figure, require_matplotlib  # noqa: E402
 from ddssp.cli import main  # noqa: E402
 from marginals import Dataset, Domain  # noqa: E402
+from marginals.mechanisms import Measurement  # noqa: E402
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 VOID = {"meta", "img", "br", "hr", "link", "input", "col", "wbr"}
@@ -225,6 +226,17 @@ def test_total_variation_closed_forms():
     assert total_variation(np.array([1, 3]), np.array([10, 30])) == pytest.approx(0.0)
     assert total_variation(np.array([1, 1, 2]), np.array([2, 1, 1])) == pytest.approx(0.25)
     assert total_variation(np.array([1, 0]), np.array([0, 0])) == pytest.approx(0.5)  # empty estimate: uniform
+
+
+def test_clique_graph_of_wider_and_repeated_measurements():
+    domain = Domain(("a", "b", "c", "d"), (3, 4, 2, 2))
+    measurements = [Measurement(("a", "b"), np.zeros((3, 4)), 3.0), Measurement(("b", "a"), np.zeros((4, 3)), 4.0),
+                    Measurement(("a", "b", "c"), np.zeros((3, 4, 2)), 2.0), Measurement(("d",), np.zeros(2), 1.0)]
+    sigmas = _pair_sigmas(measurements)
+    assert set(sigmas) == {("a", "b"), ("a", "c"), ("b", "c")}
+    assert sigmas[("a", "b")] == (pytest.approx((1 / 9 + 1 / 16 + 1 / 4) ** -0.5), True)  # inverse-variance sum
+    assert sigmas[("a", "c")] == (pytest.approx(2.0), True)
+    assert clique_graph_figure(domain, measurements).startswith(PNG_SIGNATURE)
 
 
 def test_labels_hook(tiny, tmp_path):

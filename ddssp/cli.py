@@ -33,6 +33,7 @@ from marginals.domain import AtomicOutputs, Domain, read_json, write_text_atomic
 from marginals.privacy import cdp_rho
 from marginals.randomness import sampling_rng
 
+from .cli_report import add_report_parser
 from .encoding import CATEGORICAL_PRESETS, categorical_preset
 from .estimators import DDSSPLinearRegression, DDSSPLogisticRegression
 
@@ -407,6 +408,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_discretize(sub, common)
     _add_fit(sub, common)
     _add_inspect(sub, common)
+    add_report_parser(sub, [common])
     return parser
 
 

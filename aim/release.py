@@ -17,11 +17,13 @@ import json
 import os
 import warnings
 from dataclasses import dataclass, field
-from typing import Sequence
+from pathlib import Path
+from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd
 
+from marginals.dataset import Dataset
 from marginals.domain import Domain, write_bytes_atomic
 from marginals.mechanisms import Measurement
 from marginals.privacy import Accountant
@@ -168,6 +170,16 @@ class Release:
             config=header["config"],
             private=private,
         )
+
+    def report(self, path: str | os.PathLike, data: Dataset | pd.DataFrame | None = None, *,
+               synthetic: Dataset | pd.DataFrame | None = None, labels: Callable[[str], Sequence[str] | None] | None = None,
+               png_dir: str | os.PathLike | bool = True, title: str | None = None, worst: int = 6) -> Path:
+        """Write the one-file HTML quality report (and its PNGs); see `aim.report.write_report`.
+        ``data`` (the private rows) adds a NON-PRIVATE diagnostic: do not publish that report."""
+        from .report import write_report  # loaded only when a report is written (its plots need an extra)
+
+        return write_report(self, path, data, synthetic=synthetic, labels=labels, png_dir=png_dir, title=title,
+                            worst=worst)
 
     def without(self, attrs: Sequence[str]) -> "ReleaseView":
         """This release seen without ``attrs`` (e.g. a feature that leaks the target)."""

@@ -31,7 +31,13 @@ from .encoding import (
 from .estimators import AIMSynth, DDSSPLinearRegression, DDSSPLogisticRegression
 from .metrics import mean_squared_error, roc_auc
 from .solvers import CollinearityWarning
-from .statistics import SufficientStatistics, gram_from_marginals, statistics_from_frame, sufficient_statistics
+from .statistics import (
+    InferredPairsWarning,
+    SufficientStatistics,
+    gram_from_marginals,
+    statistics_from_frame,
+    sufficient_statistics,
+)
 
 __all__ = [
     *_baselines.__all__,
@@ -44,6 +50,7 @@ __all__ = [
     "Encoding",
     "EncodingOptions",
     "INTERCEPT",
+    "InferredPairsWarning",
     "SufficientStatistics",
     "build_encoding",
     "categorical_preset",

@@ -29,6 +29,10 @@ from .encoding import Encoding
 WARN_EXAMPLES = 3
 
 
+class InferredPairsWarning(UserWarning):
+    """Some attribute pairs of Z^T Z lie in no model clique: their marginals are inferred, not measured."""
+
+
 @dataclass(frozen=True, eq=False)
 class SufficientStatistics:
     """X^T X, X^T y, y^T y and the row count n of an encoded table (columns as ``feature_names``)."""
@@ -77,7 +81,7 @@ def _warn_inferred(source: Any, pairs: list[tuple[str, str]]) -> None:
         warnings.warn(
             f"{len(missing)} of {len(pairs)} attribute pairs needed for Z^T Z are not inside any model clique: "
             f"their marginals are inferred by the model rather than measured (e.g. {examples})",
-            UserWarning,
+            InferredPairsWarning,
             stacklevel=5,  # the caller of .fit(...)
         )
 

@@ -89,7 +89,6 @@ class Model:
         """
         from .sampling import sample_rows
 
-        n = int(round(self.total)) if n is None else int(n)
         return sample_rows(self, n, rng)
 
     def __repr__(self) -> str:

@@ -53,12 +53,14 @@ def group_sample(groups: np.ndarray, cond: np.ndarray, rng: np.random.Generator)
     return out
 
 
-def sample_rows(model, n: int, rng: SamplingSeed = None) -> pd.DataFrame:
-    """``n`` rows sampled from ``model`` (see the module docstring); a DataFrame in domain order.
+def sample_rows(model, n: int | None = None, rng: SamplingSeed = None) -> pd.DataFrame:
+    """``n`` rows (default round(model.total)) sampled from ``model`` (see the module docstring);
+    a DataFrame in domain order.
 
     ``rng``: a Generator, an int seed or None (fresh OS entropy), as `marginals.randomness.sampling_rng`.
     """
     rng = sampling_rng(rng)
+    n = int(round(model.total)) if n is None else int(n)
     if n < 0:
         raise ValueError(f"number of rows must be >= 0, got {n}")
     domain, tree = model.domain, model.tree

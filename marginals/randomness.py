@@ -236,7 +236,7 @@ def noise_source(source: NoiseSource = None, name: str = "insecure_seed") -> Ran
     return InsecureRandom(check_seed(source, name), warn=True)
 
 
-def sampling_rng(seed: SamplingSeed = None, name: str = "rng") -> np.random.Generator:
+def sampling_rng(seed: SamplingSeed = None, name: str = "seed") -> np.random.Generator:
     """A Generator for post-processing (synthetic rows): a given one, an int seed, or fresh OS entropy.
 
     A `RandomSource` is refused: it is for published noise, and samplers need numpy's Generator API.

@@ -59,7 +59,7 @@ def sample_rows(model, n: int | None = None, rng: SamplingSeed = None) -> pd.Dat
 
     ``rng``: a Generator, an int seed or None (fresh OS entropy), as `marginals.randomness.sampling_rng`.
     """
-    rng = sampling_rng(rng)
+    rng = sampling_rng(rng, "rng")
     n = int(round(model.total)) if n is None else int(n)
     if n < 0:
         raise ValueError(f"number of rows must be >= 0, got {n}")

@@ -1,7 +1,9 @@
 """`Model`: a fitted graphical model — log-potentials on cliques, a total, and a junction tree.
 
 Calibrated beliefs are computed once (lazily, or handed over by the estimator) and shared by
-every query: `project`, the batched `marginals`, and `synthetic_data`.
+every query: `project`, the batched `marginals`, and `synthetic_data`. A model fitted by
+`pgm.estimate` also carries the step size its descent ended with (`stepsize`, None otherwise):
+a warm-started fit resumes from it.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""The AIM mechanism (adaptive select-measure-reconstruct) returning a release."""
+"""The AIM mechanism (adaptive select-measure-reconstruct): its configuration (`AIMConfig`),
+the run (`AIM`), the release it returns (`Release`, save/load), workloads and workload error."""
 
+from .config import AIMConfig
 from .mechanism import AIM, plan_round, round_cost, round_scales, should_anneal
 from .metrics import workload_error
 from .release import NotPrivateWarning, Release, ReleaseFormatError, ReleaseView
@@ -7,6 +9,7 @@ from .workload import all_k_way, candidates, normalize_workload
 
 __all__ = [
     "AIM",
+    "AIMConfig",
     "NotPrivateWarning",
     "Release",
     "ReleaseFormatError",

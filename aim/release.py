@@ -1,5 +1,6 @@
 """`Release`: everything a DP run publishes — measurements, the fitted model, the privacy ledger,
-the per-round log and the configuration — and its one-file, versioned storage.
+the per-round log and the configuration (for AIM, `aim.config.AIMConfig.to_dict`: every
+hyperparameter but the seed) — and its one-file, versioned storage.
 
 No seed, generator state or anything derived from them is ever stored: the noise comes from the
 operating system's secure source. A run on a seeded (test-only) source is marked
@@ -25,9 +26,9 @@ import pandas as pd
 
 from marginals.dataset import Dataset
 from marginals.domain import Domain, write_bytes_atomic
-from marginals.mechanisms import Measurement
+from marginals.measurement import Measurement
 from marginals.privacy import Accountant
-from marginals.randomness import sampling_rng
+from marginals.randomness import SamplingSeed
 from pgm.model import Model
 
 from . import release_checks
@@ -79,13 +80,13 @@ class Release:
         """Many model marginals in one batched call (what DD-SSP consumes)."""
         return self.model.marginals([tuple(c) for c in cliques])
 
-    def synthetic_data(self, n: int | None = None, rng: np.random.Generator | int | None = None) -> pd.DataFrame:
+    def synthetic_data(self, n: int | None = None, rng: SamplingSeed = None) -> pd.DataFrame:
         """Synthetic rows from the model (default n = round(total)).
 
         Sampling is post-processing of the public model, so ``rng`` may be a seed or Generator
         for reproducible rows: they reveal nothing beyond the model. None uses fresh OS entropy.
         """
-        return self.model.synthetic_data(n, sampling_rng(rng))
+        return self.model.synthetic_data(n, rng)
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the release to one ``.npz`` file atomically (see the module docstring)."""
@@ -229,6 +230,6 @@ class ReleaseView:
         """The model's marginals over cliques of the remaining attributes."""
         return self.release.marginals([tuple(self.domain.check(c)) for c in cliques])
 
-    def synthetic_data(self, n: int | None = None, rng: np.random.Generator | int | None = None) -> pd.DataFrame:
-        """The release's synthetic rows without the dropped columns."""
+    def synthetic_data(self, n: int | None = None, rng: SamplingSeed = None) -> pd.DataFrame:
+        """The release's synthetic rows without the dropped columns (``rng`` as in `Release.synthetic_data`)."""
         return self.release.synthetic_data(n, rng).drop(columns=list(self.dropped))

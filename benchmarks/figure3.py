@@ -173,8 +173,8 @@ def data_fingerprint(train: Dataset) -> str:
 
 
 def aim_config(aim: AIM) -> dict:
-    """Every AIM hyperparameter (the constructor's attributes except the seed and progress flag)."""
-    return {k: v for k, v in sorted(vars(aim).items()) if k not in ("insecure_seed", "progress")}
+    """Every AIM hyperparameter except the seed (`AIMConfig.to_dict`)."""
+    return aim.config.to_dict()
 
 
 def release_path(cache: Path, dataset: str, eps: float, trial: int, seed: int, mms: float, delta: float, key: str) -> Path:

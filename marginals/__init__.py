@@ -1,19 +1,15 @@
 """Everything that touches private rows or privacy: domains, datasets, contingency tables,
-zCDP and mu-GDP accounting, secure randomness, and the exact discrete Gaussian and exponential mechanisms."""
+zCDP and mu-GDP accounting, secure randomness, the exact discrete Gaussian and exponential
+mechanisms, the measurement record they publish, and the `MarginalSource` contract."""
 
 from .dataset import DataError, Dataset
 from .discretize import Discretizer
 from .distributed import DaskDataset  # imports dask only when a DaskDataset is built
 from .domain import Domain
 from .gdp import gdp_compose, gdp_delta, gdp_eps, gdp_mu
-from .mechanisms import (
-    Measurement,
-    exponential_mechanism,
-    gaussian_measure,
-    measure_counts,
-    selection_probabilities,
-)
-from .privacy import Accountant, BudgetExceeded, Charge, cdp_delta, cdp_eps, cdp_rho
+from .measurement import Measurement
+from .mechanisms import exponential_mechanism, gaussian_measure, measure_counts, selection_probabilities
+from .privacy import Accountant, BudgetExceeded, Charge, cdp_delta, cdp_eps, cdp_rho, check_epsilon_delta
 from .source import MarginalSource, MeasuredSource, ModelSource, RowSource, as_marginal_source, implements
 from .randomness import InsecureRandom, InsecureSeedWarning, RandomSource, SecureRandom, noise_source, sampling_rng
 
@@ -39,6 +35,7 @@ __all__ = [
     "cdp_delta",
     "cdp_eps",
     "cdp_rho",
+    "check_epsilon_delta",
     "exponential_mechanism",
     "gdp_compose",
     "gdp_delta",

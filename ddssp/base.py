@@ -29,7 +29,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from marginals import DataError, Domain
-from marginals.privacy import cdp_rho
+from marginals.privacy import check_epsilon_delta
 from marginals.randomness import RandomSource, noise_source
 
 from .encoding import Encoding, EncodingOptions, build_encoding, read_codes
@@ -229,8 +229,7 @@ class DPEstimator:
     _guarantee = "(epsilon, delta)-DP from its own analysis"
 
     def _check_params(self) -> None:
-        # one validator: the conversions of marginals.privacy check epsilon > 0 and 0 < delta < 1
-        cdp_rho(self.epsilon, self.delta)
+        check_epsilon_delta(self.epsilon, self.delta)  # the one budget validator of marginals.privacy
         if self._guarantee and self.accountant is not None:
             raise ValueError(
                 f"{type(self).__name__}'s guarantee is {self._guarantee}, not zCDP, and no valid conversion to a zCDP "

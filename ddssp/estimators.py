@@ -17,13 +17,11 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-import numpy as np
+from sklearn.utils import ClassifierTags
 
 from marginals import Dataset
-from marginals.randomness import sampling_rng
+from marginals.randomness import SamplingSeed, sampling_rng
 from marginals.source import ModelSource, implements, implements_member
-
-from sklearn.utils import ClassifierTags
 
 from .base import LinearRegressor, LogisticClassifier, store_params
 from .bayes.intervals import CoefficientIntervalMixin
@@ -66,7 +64,7 @@ class DDSSPLinearRegression(CoefficientIntervalMixin, LinearRegressor):
         self, target: str | None = None, categorical: Sequence[str] | None = None,
         encoding: EncodingOptions | None = None, ridge: float = DEFAULT_RIDGE, interval: str | None = None,
         n_boot: int = 200, interval_alpha: float = 0.1, interval_kind: str = "basic",
-        random_state: int | None = None, domain: DomainLike = None,
+        random_state: SamplingSeed = None, domain: DomainLike = None,
     ) -> None:  # fmt: skip
         store_params(self, locals())
 
@@ -104,7 +102,7 @@ class DDSSPLogisticRegression(CoefficientIntervalMixin, LogisticClassifier):
         encoding: EncodingOptions | None = None, degree: int = 2, radius: float = 6.0,
         method: str = "interpolation", alpha: float = 0.0, ridge: float = DEFAULT_RIDGE,
         interval: str | None = None, n_boot: int = 200, interval_alpha: float = 0.1, interval_kind: str = "basic",
-        random_state: int | None = None, domain: DomainLike = None,
+        random_state: SamplingSeed = None, domain: DomainLike = None,
     ) -> None:  # fmt: skip
         store_params(self, locals())
 
@@ -150,7 +148,7 @@ class AIMSynth(LinearRegressor):
     def __init__(
         self, target: str | None = None, task: str = "linear", categorical: Sequence[str] | None = None,
         encoding: EncodingOptions | None = None, n_synthetic: int | None = None,
-        random_state: int | np.random.Generator | None = None, domain: DomainLike = None,
+        random_state: SamplingSeed = None, domain: DomainLike = None,
     ) -> None:  # fmt: skip
         store_params(self, locals())
 

@@ -29,7 +29,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from marginals import Accountant, BudgetExceeded, cdp_rho
-from marginals.randomness import RandomSource
+from marginals.randomness import NoiseSource
 
 from ..base import DPEstimator, LinearRegressor, store_params
 from ..encoding import Encoding, EncodingOptions
@@ -66,7 +66,7 @@ class AdaSSP(DPEstimator, LinearRegressor):
         self, epsilon: float, delta: float, target: str | None = None,
         categorical: Sequence[str] | None = None, encoding: EncodingOptions | None = None,
         failure_prob: float = 0.05, budget_split: Sequence[float] = (1 / 3, 1 / 3, 1 / 3),
-        accountant: Accountant | None = None, random_state: int | RandomSource | None = None,
+        accountant: Accountant | None = None, random_state: NoiseSource = None,
         domain: DomainLike = None,
     ) -> None:  # fmt: skip
         store_params(self, locals())

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from marginals.randomness import RandomSource
+from marginals.randomness import NoiseSource
 
 from ..base import DPEstimator, LogisticClassifier, store_params
 from ..encoding import Encoding, EncodingOptions
@@ -51,7 +51,7 @@ class ObjPert(DPEstimator, LogisticClassifier):
     def __init__(
         self, epsilon: float, delta: float, target: str | None = None, categorical: Sequence[str] | None = None,
         encoding: EncodingOptions | None = None, accountant: Any = None,
-        random_state: int | RandomSource | None = None, domain: DomainLike = None,
+        random_state: NoiseSource = None, domain: DomainLike = None,
     ) -> None:  # fmt: skip
         store_params(self, locals())
 

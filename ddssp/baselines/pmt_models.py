@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from marginals import Domain, gdp_mu
-from marginals.randomness import RandomSource
+from marginals.randomness import NoiseSource
 from marginals.source import MarginalSource, as_marginal_source, implements, is_rows
 
 from ..base import DPEstimator, LinearRegressor, LogisticClassifier, store_params
@@ -98,7 +98,7 @@ class _PMTModel(DPEstimator):
         self, epsilon: float, delta: float, target: str | None = None, categorical: Sequence[str] | None = None,
         encoding: EncodingOptions | None = None, public_moment: Any = None, moment_transform: bool = True,
         ridge: float = 0.0, eta: float = 0.05, moment_ridge: float = 1e-3, newton_steps: int = 5,
-        accountant: Any = None, random_state: int | RandomSource | None = None,
+        accountant: Any = None, random_state: NoiseSource = None,
         domain: DomainLike = None,
     ) -> None:  # fmt: skip
         store_params(self, locals())

@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from marginals.randomness import RandomSource
+from marginals.randomness import NoiseSource
 
 from ..base import DPEstimator, LinearRegressor, store_params
 from ..encoding import Encoding, EncodingOptions
@@ -59,7 +59,7 @@ class TukeyEM(DPEstimator, LinearRegressor):
     def __init__(
         self, epsilon: float, delta: float, target: str | None = None, categorical: Sequence[str] | None = None,
         encoding: EncodingOptions | None = None, n_models: int = 1000, monotone: bool = True,
-        jitter: float = 1e-10, accountant: Any = None, random_state: int | RandomSource | None = None,
+        jitter: float = 1e-10, accountant: Any = None, random_state: NoiseSource = None,
         domain: DomainLike = None,
     ) -> None:  # fmt: skip
         store_params(self, locals())

@@ -193,7 +193,7 @@ def test_table_columns_must_match_the_spec():
         (cat([]), r"'categories' must be a non-empty list"),
         (cat(["a", True]), r"categories must be non-empty strings or integers, e.g. not True"),
         (cat(["a"], unseen="drop"), r"column 'x': 'unseen' must be one of \['error', 'other'\], got 'drop'"),
-        (cat(["a"], missing="skip"), r"'missing' must be one of \['error', 'level'\], got 'skip'"),
+        (cat(["a"], missing="skip"), r"'missing' must be one of \['error', 'level', 'drop'\], got 'skip'"),
         (cat(["a", "?"], missing_markers=["?"]), r"category '\?' is also a missing marker"),
         (cat(["a"], aliases={"A": "b"}), r"alias 'A' -> 'b': the target is not one of the categories"),
         (cat(["a", "b"], aliases={"a": "b"}), r"alias 'a' is already a category"),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -192,6 +193,10 @@ class Column:
         return pd.Categorical.from_codes(np.where(valid, codes, -1), categories=categories,
                                          ordered=self.kind == "numeric")
 
+    def _integers(self, values: np.ndarray, missing: np.ndarray) -> pd.arrays.IntegerArray | np.ndarray:
+        """Nullable Int64 when the column has a missing level, plain int64 otherwise."""
+        return values if self.missing_code is None else pd.arrays.IntegerArray(values, missing)
+
     def _missing(self, c: np.ndarray) -> np.ndarray:
         return c == self.missing_code if self.missing_code is not None else np.zeros(len(c), dtype=bool)
 
@@ -200,7 +205,7 @@ class Column:
         b = np.where(missing, 0, c)
         if self.integer:
             low, high = (e[b].astype(np.int64) for e in integer_range(self.edges))
-            return pd.arrays.IntegerArray(rng.integers(low, high, endpoint=True), missing)
+            return self._integers(rng.integers(low, high, endpoint=True), missing)
         hi = self.edges[b + 1]
         vals = rng.uniform(self.edges[b], hi)
         last = b == len(self.edges) - 2  # the last bin is closed; the others exclude their upper edge
@@ -211,7 +216,7 @@ class Column:
         b = np.where(missing, 0, c)
         if self.integer:
             low, high = (e[b].astype(np.int64) for e in integer_range(self.edges))
-            return pd.arrays.IntegerArray((low + high) // 2, missing)
+            return self._integers((low + high) // 2, missing)
         return np.where(missing, np.nan, (self.edges[b] + self.edges[b + 1]) / 2)
 
 
@@ -245,27 +250,30 @@ def _categorical(name: str, spec: Mapping, where: str, marks: tuple, defaults: d
     if bad:
         raise SpecError(f"{where}: categories must be non-empty strings or integers, e.g. not {bad[0]!r}")
     keys = [value_key(c) for c in cats]
-    dup = sorted({k for k in keys if keys.count(k) > 1})
+    position = {k: i for i, k in enumerate(keys)}  # sets and dicts: a crafted file may list millions
+    dup = sorted(k for k, n in Counter(keys).items() if n > 1)
     if dup:
         raise SpecError(f"{where}: {len(dup)} duplicate categor(ies) {dup} (compared after stripping whitespace)")
-    clash = [k for k in keys if k in marks]
+    clash = [m for m in marks if m in position]
     if clash:
         raise SpecError(f"{where}: category {clash[0]!r} is also a missing marker")
     unseen = choice(spec, "unseen", UNSEEN_OPTIONS, defaults["unseen"], where)
-    if unseen == "other" and OTHER_LABEL in keys:
+    if unseen == "other" and OTHER_LABEL in position:
         raise SpecError(f"{where}: {OTHER_LABEL!r} is reserved for the other level when unseen='other'")
     aliases = spec.get("aliases", {})
     if not isinstance(aliases, Mapping):
         raise SpecError(f"{where}: 'aliases' must be an object raw value -> category, got {aliases!r}")
     alias_keys, alias_codes = [], []
+    seen = set(marks)
     for raw, target in aliases.items():
         k = value_key(raw)
-        if isinstance(target, bool) or not isinstance(target, (str, int)) or value_key(target) not in keys:
+        if isinstance(target, bool) or not isinstance(target, (str, int)) or value_key(target) not in position:
             raise SpecError(f"{where}: alias {raw!r} -> {target!r}: the target is not one of the categories")
-        if k in keys or k in marks or k in alias_keys:
+        if k in position or k in seen:
             raise SpecError(f"{where}: alias {raw!r} is already a category, a missing marker or another alias")
+        seen.add(k)
         alias_keys.append(k)
-        alias_codes.append(keys.index(value_key(target)))
+        alias_codes.append(position[value_key(target)])
     lookup_codes = np.array(list(range(len(cats))) + alias_codes, dtype=np.int64)
     other = len(cats) if unseen == "other" else None
     lookup = pd.Index(keys + alias_keys, dtype=object)

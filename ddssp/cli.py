@@ -1,6 +1,8 @@
-"""``dp-marginals``: the command line — ``synth`` (AIM release + synthetic table), ``fit`` (DD-SSP
-regression from a release alone), ``inspect`` (what a release holds and what it cost) and
-``discretize`` (raw table -> integer codes with a public spec, and back).
+"""``dp-marginals``: the command line — ``synth`` (AIM release + synthetic table; from codes, from
+raw values with a public spec, or from raw values alone with the spec inferred under DP), ``fit``
+(DD-SSP regression from a release alone), ``inspect`` (what a release holds and what it cost),
+``discretize`` (raw table -> integer codes with a public spec, and back) and ``spec`` (a spec
+drafted from a public schema; `ddssp.cli_spec`).
 
 Exit codes: 0 ok, 2 bad input (one line on stderr, no traceback), 1 internal error. ``--debug``
 shows the traceback. Progress goes to stderr; ``--quiet`` silences it. Files are written atomically;
@@ -32,6 +34,7 @@ from marginals.domain import AtomicOutputs, Domain, read_json, write_text_atomic
 from marginals.privacy import cdp_rho
 from marginals.randomness import sampling_rng
 
+from .cli_spec import add_raw_synth_arguments, add_spec_parser, synth_raw
 from .encoding import categorical_preset
 from .estimators import DDSSPLinearRegression, DDSSPLogisticRegression
 
@@ -111,8 +114,6 @@ def _load_input(args: argparse.Namespace) -> tuple[Dataset, str, Any]:
         if args.spec:
             disc = Discretizer.load(args.spec)
             return disc.transform(_read_raw(args, disc)), name, disc
-        if not args.domain:
-            raise ValueError("--data needs --domain (the public domain.json) or --spec (a discretization spec)")
         return Dataset.from_csv(args.data, Domain.load(args.domain)), name, None
     if args.domain or args.spec:
         raise ValueError("--domain and --spec describe a --data file; give --data too")
@@ -154,7 +155,12 @@ def cmd_synth(args: argparse.Namespace) -> int:
     out_path = Path(args.out or f"results/{_input_name(args)}-eps{args.epsilon:g}-synthetic.csv")
     release_path = Path(args.release or f"results/{_input_name(args)}-eps{args.epsilon:g}-release.npz")
     check_outputs([("--out", out_path), ("--release", release_path)],
-                  [("--data", args.data), ("--domain", args.domain), ("--spec", args.spec), ("--workload", args.workload)])
+                  [("--data", args.data), ("--domain", args.domain), ("--spec", args.spec), ("--workload", args.workload),
+                   ("--schema", args.schema)])
+    if args.data and not args.domain and not args.spec:  # raw values alone: the spec is inferred under DP
+        return synth_raw(args, out_path, release_path, lambda message: _note(args, message))
+    if args.schema or args.spec_budget is not None or args.columns:
+        raise ValueError("--schema, --spec-budget and --columns are for a raw --data without --spec or --domain")
     data, name, disc = _load_input(args)
     _note(args, f"{name}: {len(data):,} rows x {len(data.domain)} attributes")
     mechanism = AIM(
@@ -170,8 +176,10 @@ def cmd_synth(args: argparse.Namespace) -> int:
     release = mechanism.run(data)
     elapsed = time.perf_counter() - start
     rows_rng = sampling_rng(args.sample_seed)  # post-processing of the public model: a seed is safe here
-    synthetic = release.synthetic_data(args.rows, rng=rows_rng)
-    out = synthetic if disc is None else disc.inverse_transform(synthetic, rng=rows_rng, numeric=args.decode)
+    synthetic = release.synthetic_codes(args.rows, rng=rows_rng)
+    if disc is not None:
+        release = release.with_spec(disc)  # the release stores its public spec; rows come back readable
+    out = synthetic if disc is None else disc.inverse_transform(synthetic, rng=rows_rng, numeric=args.decode, typed=True)
     with AtomicOutputs() as outputs:  # the release and the CSV: both or neither
         release.save(outputs.stage(release_path))
         write_text_atomic(outputs.stage(out_path), out.to_csv(index=False))
@@ -358,10 +366,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data", help="CSV of integer codes (with --domain) or of raw values (with --spec)")
     p.add_argument("--domain", help="the public domain.json of --data")
     p.add_argument("--spec", help="a discretization spec (JSON) for raw --data; synthetic rows are decoded back")
-    p.add_argument("--decode", choices=["interval", "uniform"], default="interval",
-                   help="with --spec: numeric bins as intervals or uniform samples (default interval)")
-    p.add_argument("--no-header", action="store_true", help="with --spec: the raw CSV has no header row")
-    p.add_argument("--skip-rows", type=int, default=0, help="with --spec: lines to skip at the top of the raw CSV")
+    p.add_argument("--decode", choices=["uniform", "midpoint", "interval"], default="uniform",
+                   help="raw data: numeric bins as values drawn uniformly inside them (default), midpoints, or intervals")
+    p.add_argument("--no-header", action="store_true", help="raw data: the CSV has no header row")
+    p.add_argument("--skip-rows", type=int, default=0, help="raw data: lines to skip at the top of the CSV")
+    add_raw_synth_arguments(p)
     p.add_argument("--dataset", default="adult", help="bundled data set when --data is not given (default adult)")
     p.add_argument("--epsilon", type=float, default=1.0)
     p.add_argument("--delta", type=float, default=1e-9)
@@ -393,6 +402,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=nonnegative_int, help="seed for --numeric uniform")
     p.add_argument("--out", help="decoded CSV (default <codes>-decoded.csv)")
     p.set_defaults(func=cmd_discretize)
+
+    add_spec_parser(sub, [common])
 
     p = sub.add_parser("fit", parents=[common], help="DD-SSP regression from a release alone")
     p.add_argument("--release", required=True)

@@ -7,12 +7,14 @@ falls in exactly one cell, split further by whether it is an integer, so a row c
 by one: the histogram has L2 sensitivity 1 (`marginals.spec_infer` measures it once with the
 discrete Gaussian). Everything below reads only the noisy counts:
 
-- cells whose noisy count is below ``z * sigma`` are set to zero, with z = sqrt(2 ln(cells / FALSE_CELLS)):
+- a cell keeps its noisy count when it reaches ``z * sigma``, with z = sqrt(2 ln(cells / FALSE_CELLS)):
   the discrete Gaussian's tail is at most exp(-z^2 / 2) (sub-Gaussian), so fewer than FALSE_CELLS
-  empty cells are expected to survive anywhere on the grid;
+  empty cells are expected to survive anywhere on the grid; runs of 2, 4, 8, ... neighbouring
+  cells are tested the same way for mass that no single cell shows (thin tails), see
+  `multilevel_mass`;
 - the bounds are the ends of the first and last surviving cells; the bin edges are the quantiles
-  of the surviving mass at 1/bins, 2/bins, ..., spread uniformly inside each cell; an exact zero
-  (a point mass, e.g. capital gains) gets a bin of its own;
+  of the surviving mass at 1/bins, 2/bins, ..., spread uniformly inside each cell; exact zeros
+  holding at least half a bin's share (a point mass, e.g. capital gains) get a bin of their own;
 - the column is integer when less than `INTEGER_TOLERANCE` of the surviving mass is non-integer;
   then every edge is an integer (so every bin holds one).
 """
@@ -68,6 +70,29 @@ def noise_floor(sigma: float, cells: int = 2 * N_CELLS) -> float:
     return sigma * math.sqrt(2 * math.log(cells / FALSE_CELLS))
 
 
+def multilevel_mass(noisy: np.ndarray, sigma: float) -> np.ndarray:
+    """Mass per cell (cells in order along the line) from noisy counts of noise scale ``sigma``.
+
+    Level l sums runs of 2^l neighbouring cells (noise sigma 2^(l/2)). From fine to coarse, the
+    part of a run's noisy sum not yet explained by finer levels is kept, spread evenly over the
+    run, when it reaches the run's noise floor: thin tails (many cells each under the floor)
+    are found without letting noise far from the data through."""
+    n = len(noisy)
+    levels = max(1, math.ceil(math.log2(n))) + 1
+    mass = np.zeros(n)
+    for level in range(levels):
+        size = 2**level
+        runs = -(-n // size)
+        padded = np.zeros(runs * size)
+        padded[:n] = noisy
+        sums = padded.reshape(runs, size).sum(axis=1)
+        have = np.pad(mass, (0, runs * size - n)).reshape(runs, size).sum(axis=1)
+        rest = sums - have
+        rest = np.where(rest >= noise_floor(sigma * math.sqrt(size), runs * levels), rest, 0.0)
+        mass += np.repeat(rest / size, size)[:n]
+    return mass
+
+
 def _quantiles(low: np.ndarray, high: np.ndarray, mass: np.ndarray, levels: np.ndarray) -> np.ndarray:
     """Points where the cumulative mass (uniform inside each cell, a point mass at low == high) reaches ``levels``."""
     cum = np.cumsum(mass)
@@ -84,19 +109,21 @@ def _round_sig(x: np.ndarray, digits: int = 3) -> np.ndarray:
 def edges_from_noisy(noisy: np.ndarray, sigma: float, bins: int, integer: bool | None) -> tuple[list, bool] | None:
     """(bin edges, integer) from the noisy cell counts (without the missing cell), or None when no
     cell survives the noise floor. ``integer`` None decides it from the surviving mass."""
-    kept = np.where(noisy >= noise_floor(sigma), noisy, 0.0).reshape(N_CELLS, 2)
-    if not kept.any():
+    low, high = cell_extents()
+    order = np.lexsort((high, low))  # along the line; the zero cell lands between (-1e-3, 0) and (0, 1e-3)
+    low, high = low[order], high[order]
+    pairs = noisy.reshape(N_CELLS, 2)[order]
+    whole, fractional = (multilevel_mass(pairs[:, k], sigma) for k in (0, 1))
+    mass = whole + fractional
+    alive = mass > 0
+    if not alive.any():
         return None
     if integer is None:
-        integer = bool(kept[:, 1].sum() <= INTEGER_TOLERANCE * kept.sum())
-    low, high = cell_extents()
-    mass = kept.sum(axis=1)
-    order = np.lexsort((high, low))  # along the line; the zero cell lands between (-1e-3, 0) and (0, 1e-3)
-    low, high, mass = low[order], high[order], mass[order]
-    alive = mass > 0
+        integer = bool(fractional.sum() <= INTEGER_TOLERANCE * mass.sum())
     lo, hi = float(low[alive][0]), float(high[alive][-1])
     inner = _quantiles(low, high, mass, mass.sum() * np.arange(1, bins) / bins)
-    zero = bool(kept[ZERO_CELL].sum() > 0) and lo <= 0 < hi
+    zero_mass = mass[int(np.flatnonzero(order == ZERO_CELL)[0])]
+    zero = bool(zero_mass >= mass.sum() / (2 * bins)) and lo <= 0 < hi  # a point mass worth a bin
     if integer:
         edges = np.concatenate([[math.floor(lo)], np.round(inner), [math.ceil(hi)]] + [[0.0, 1.0]] * zero)
     else:

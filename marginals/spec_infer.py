@@ -149,9 +149,7 @@ def _check_budget(accountant: Accountant, rho: float, delta: float, thresholded:
 def _infer_column(name: str, s: pd.Series, col: dict, ctx: _Context) -> dict | None:
     """One column's spec: its declared keys plus what the noisy measurements give (None: nothing kept)."""
     marks = tuple(value_key(m) for m in col.get("missing_markers", ctx.markers))
-    keys = integral_keys(series_keys(s))
-    missing = s.isna().to_numpy() | np.isin(keys, marks)
-    values = pd.to_numeric(pd.Series(np.where(missing, "nan", keys), dtype=object), errors="coerce").to_numpy(float)
+    keys, missing, values = _parse(s, marks)
     rho, kind = ctx.rho, col.get("type")
     if kind is None:
         kind = _profile(name, values, missing, rho * PROFILE_SHARE, ctx)
@@ -159,6 +157,16 @@ def _infer_column(name: str, s: pd.Series, col: dict, ctx: _Context) -> dict | N
     if kind == "categorical":
         return _categorical(name, keys, missing, col, rho, ctx)
     return _numeric(name, values, missing, col, rho, ctx)
+
+
+def _parse(s: pd.Series, marks: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(key, missing, number) of every value, as the Discretizer reads them; each distinct value parsed once."""
+    codes, uniques = pd.factorize(s)  # NaN/None -> -1
+    keys = integral_keys(series_keys(pd.Series(uniques)))
+    numbers = pd.to_numeric(pd.Series(keys, dtype=object), errors="coerce").to_numpy(np.float64)
+    missing = np.append(np.isin(keys, marks), True)[codes]  # code -1 picks the appended True
+    keys, numbers = np.append(keys, ""), np.append(numbers, np.nan)
+    return keys[codes], missing, np.where(missing, np.nan, numbers[codes])
 
 
 def _profile(name: str, values: np.ndarray, missing: np.ndarray, rho: float, ctx: _Context) -> str:

@@ -93,7 +93,8 @@ def _describe(spec: dict) -> str:
     parts = []
     for name, col in spec["columns"].items():
         if col["type"] == "categorical":
-            parts.append(f"{name}: {len(col['categories'])} categories")
+            k = len(col["categories"])
+            parts.append(f"{name}: {k} {'category' if k == 1 else 'categories'}")
         else:
             edges = col.get("edges") or [col["lo"], col["hi"]]
             parts.append(f"{name}: [{edges[0]:g}, {edges[-1]:g}]")

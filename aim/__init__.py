@@ -1,7 +1,9 @@
-"""The AIM mechanism (adaptive select-measure-reconstruct) returning a release."""
+"""The AIM mechanism (adaptive select-measure-reconstruct) returning a release; `synthesize` runs it
+on a raw table (spec given, or inferred under DP on the same ledger)."""
 
 from .mechanism import AIM, plan_round, round_cost, round_scales, should_anneal
 from .metrics import workload_error
+from .raw import synthesize
 from .release import NotPrivateWarning, Release, ReleaseFormatError, ReleaseView
 from .workload import all_k_way, candidates, normalize_workload
 
@@ -18,5 +20,6 @@ __all__ = [
     "round_cost",
     "round_scales",
     "should_anneal",
+    "synthesize",
     "workload_error",
 ]

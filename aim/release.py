@@ -227,14 +227,15 @@ class Release:
             f"{len(self.rounds)} selection rounds, model {len(self.model.cliques)} cliques / {self.model.size_mb:.2f} MB, "
             f"estimated rows {self.model.total:,.0f}",
             self.ledger.summary(),
-            *self._threshold_lines(),
+            *self.threshold_lines(),
             *([] if self._discretizer is None else [f"spec: readable values for {len(self.domain)} columns "
                                                     "(categories and bin edges are public or DP-derived)"]),
             *([] if self.private else ["NOT PRIVATE: made with a seeded noise source (tests and benchmarks only)"]),
         ]
         return "\n".join(lines)
 
-    def _threshold_lines(self) -> list[str]:
+    def threshold_lines(self) -> list[str]:
+        """The delta that thresholded histograms (DP spec inference) add to the ledger's, as ledger lines."""
         reserved = self.config.get("threshold_delta", 0.0)
         if not reserved or self.ledger.delta is None:
             return []

@@ -305,7 +305,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         return 0
     status = "private" if release.private else "NOT PRIVATE (seeded noise source: tests/benchmarks only)"
     print(f"release {args.release}: {len(release.domain)} attributes, {status}")
-    print(release.ledger.summary())
+    print("\n".join([release.ledger.summary(), *release.threshold_lines()]))
     print(f"{report['rounds']} selection rounds ({report['annealed']} annealed); "
           f"workload of {report['workload_cliques']} cliques")
     print(f"model: {len(release.model.cliques)} cliques, {release.model.size_mb:.2f} MB, "

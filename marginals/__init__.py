@@ -1,5 +1,6 @@
 """Everything that touches private rows or privacy: domains, datasets, contingency tables,
-zCDP and mu-GDP accounting, secure randomness, and the exact discrete Gaussian and exponential mechanisms."""
+zCDP and mu-GDP accounting, secure randomness, the exact discrete Gaussian and exponential mechanisms,
+and discretization specs (public drafts, or completed from the rows under DP)."""
 
 from .dataset import DataError, Dataset
 from .discretize import Discretizer
@@ -16,6 +17,8 @@ from .mechanisms import (
 from .privacy import Accountant, BudgetExceeded, Charge, cdp_delta, cdp_eps, cdp_rho
 from .source import MarginalSource, MeasuredSource, ModelSource, RowSource, as_marginal_source, implements
 from .randomness import InsecureRandom, InsecureSeedWarning, RandomSource, SecureRandom, noise_source, sampling_rng
+from .spec_infer import SpecInferenceWarning, infer_spec
+from .spec_public import draft_spec, spec_gaps
 
 __all__ = [
     "Accountant",
@@ -35,10 +38,12 @@ __all__ = [
     "RandomSource",
     "RowSource",
     "SecureRandom",
+    "SpecInferenceWarning",
     "as_marginal_source",
     "cdp_delta",
     "cdp_eps",
     "cdp_rho",
+    "draft_spec",
     "exponential_mechanism",
     "gdp_compose",
     "gdp_delta",
@@ -46,8 +51,10 @@ __all__ = [
     "gdp_mu",
     "gaussian_measure",
     "implements",
+    "infer_spec",
     "measure_counts",
     "noise_source",
     "sampling_rng",
     "selection_probabilities",
+    "spec_gaps",
 ]

@@ -404,7 +404,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_discretize)
 
     add_spec_parser(sub, [common])
-
     p = sub.add_parser("fit", parents=[common], help="DD-SSP regression from a release alone")
     p.add_argument("--release", required=True)
     p.add_argument("--target", required=True)

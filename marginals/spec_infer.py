@@ -58,7 +58,7 @@ from .exact import discrete_gaussian, noise_variance
 from .mechanisms import COUNT_SENSITIVITY, measure_counts
 from .privacy import Accountant, BudgetExceeded
 from .randomness import RandomSource, noise_source
-from .spec_columns import integral_keys, series_keys, value_key
+from .spec_columns import OTHER_LABEL, integral_keys, series_keys, value_key
 from .spec_grid import cell_counts, edges_from_noisy
 from .spec_public import DEFAULT_BINS, draft_spec, spec_gaps
 
@@ -199,7 +199,8 @@ def _categorical(name: str, keys: np.ndarray, missing: np.ndarray, col: dict, rh
     observed = pd.Series(keys[~missing], dtype=object).value_counts(sort=False).sort_index()
     counts = np.append(observed.to_numpy(np.int64), np.int64(missing.sum()))  # the last cell: missing (a public key)
     noisy, sigma, tau = _thresholded_histogram(name, counts, rho, ctx)
-    released = [str(k) for k, kept in zip(observed.index, noisy[:-1] >= tau) if kept]
+    reserved = ("", OTHER_LABEL)  # never categories: blank text and the other level's own label go to <other>
+    released = [str(k) for k, kept in zip(observed.index, noisy[:-1] >= tau) if kept and k not in reserved]
     if not released:
         return None
     out = {**col, "type": "categorical", "categories": _category_values(released)}

@@ -171,3 +171,10 @@ def test_secure_noise_is_the_default():
         warnings.simplefilter("error", InsecureSeedWarning)  # no seed: nothing insecure is constructed
         spec = infer_spec(df, Accountant(1.0), rho=0.5, delta=1e-9, schema={"columns": {"job": "categorical"}})
     assert spec.to_spec()["columns"]["job"]["categories"] == ["clerk", "nurse"]
+
+
+def test_blank_and_reserved_values_never_become_categories():
+    df = pd.DataFrame({"c": ["a"] * 3000 + ["  "] * 3000 + ["<other>"] * 3000})
+    spec = infer_spec(df, Accountant(1.0), rho=0.5, delta=1e-9, schema={"columns": {"c": "categorical"}}, rng=8)
+    assert spec.to_spec()["columns"]["c"]["categories"] == ["a"]
+    assert spec.transform_df(df)["c"].tolist() == [0] * 3000 + [1] * 6000  # both map to <other>

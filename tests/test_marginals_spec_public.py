@@ -109,3 +109,15 @@ def test_cli_spec_bad_schema_exits_2_naming_the_file(tmp_path, capsys):
     assert "bad.json: column 'x': unknown type 'date'" in capsys.readouterr().err
     assert main(["spec", "--schema", str(tmp_path / "bad.json"), "--out", str(tmp_path / "bad.json")]) == 2
     assert "would overwrite the input --schema" in capsys.readouterr().err
+
+
+def test_the_adult_example_schema_names_the_raw_columns_in_order():
+    from pathlib import Path
+
+    from marginals.data import ADULT_RAW_COLUMNS
+
+    draft = draft_spec(Path(__file__).resolve().parent.parent / "examples" / "adult-schema.json")
+    assert tuple(draft["columns"]) == ADULT_RAW_COLUMNS and draft["missing_markers"] == ["?"]
+    gaps = spec_gaps(draft)
+    assert gaps["age"] == ["bounds"] and draft["columns"]["age"]["integer"] is True
+    assert gaps["workclass"] == ["categories"]

@@ -363,7 +363,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("synth", parents=[common], help="AIM release and synthetic table")
-    p.add_argument("--data", help="CSV of integer codes (with --domain) or of raw values (with --spec)")
+    p.add_argument("--data", help="CSV of integer codes (with --domain) or of raw values (with --spec, or alone: "
+                                  "the spec is then inferred under DP)")
     p.add_argument("--domain", help="the public domain.json of --data")
     p.add_argument("--spec", help="a discretization spec (JSON) for raw --data; synthetic rows are decoded back")
     p.add_argument("--decode", choices=["uniform", "midpoint", "interval"], default="uniform",

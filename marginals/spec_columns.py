@@ -3,7 +3,8 @@
 A column is ``categorical`` (a list of categories, optional aliases and an ``<other>`` level for
 unseen values) or ``numeric`` (bin edges, or ``lo``/``hi``/``bins``; values outside are clipped
 into the end bins). Missing values (NaN/None or a listed marker) raise, get their own level
-(``"missing": "level"``) or drop their row (``"missing": "drop"``). A numeric column with
+(``"missing": "level"``) or drop their row (``"missing": "drop"``); values outside the categories
+raise, go to ``<other>`` or drop their row the same way (``"unseen"``). A numeric column with
 ``"non_numeric": "missing"`` treats text that is not a number as missing instead of raising.
 `marginals.discretize.Discretizer` assembles the columns into a domain.
 """
@@ -21,7 +22,7 @@ import pandas as pd
 
 from .dataset import DataError, _example, code_dtype
 
-UNSEEN_OPTIONS = ("error", "other")
+UNSEEN_OPTIONS = ("error", "other", "drop")
 MISSING_OPTIONS = ("error", "level", "drop")
 NON_NUMERIC_OPTIONS = ("error", "missing")
 NUMERIC_DECODINGS = ("midpoint", "interval", "uniform")
@@ -102,6 +103,7 @@ class Column:
     other_code: int | None = None
     missing_code: int | None = None
     drop_missing: bool = False
+    drop_unseen: bool = False
     lookup: pd.Index | None = None  # categorical: accepted keys (categories, then alias keys)
     lookup_codes: np.ndarray | None = None
     edges: np.ndarray | None = None  # numeric
@@ -119,6 +121,7 @@ class Column:
     def encode(self, s: pd.Series) -> tuple[np.ndarray, dict[str, int], np.ndarray]:
         """Codes of one raw column, its report counts and the rows to drop; `DataError` when an option says so."""
         raw, missing = s.to_numpy(), s.isna().to_numpy().copy()
+        dropped = np.zeros(len(s), dtype=bool)
         if self.kind == "numeric" and s.dtype.kind in "iufb":
             vals = s.to_numpy(dtype=np.float64, na_value=np.nan)
             nums = pd.to_numeric(pd.Series(self.markers, dtype=object), errors="coerce").dropna()
@@ -139,9 +142,10 @@ class Column:
                 missing |= bad
                 codes, counts = self._bin(vals, missing)
             else:
-                codes, counts = self._lookup(keys, missing, raw, s.index)
-        dropped = missing if self.drop_missing else np.zeros(len(s), dtype=bool)
-        if missing.any() and not self.drop_missing:
+                codes, counts, dropped = self._lookup(keys, missing, raw, s.index)
+        if self.drop_missing:
+            dropped |= missing
+        elif missing.any():
             if self.missing_code is None:
                 raise DataError(
                     f"column {self.name!r}: {int(missing.sum())} missing value(s) (NaN/None or markers "
@@ -161,15 +165,15 @@ class Column:
             idx = self.lookup.get_indexer(integral_keys(keys[unseen]))
             codes[unseen] = np.where(idx >= 0, self.lookup_codes[idx], -1)
             unseen = (codes < 0) & ~missing
-        if unseen.any():
+        if unseen.any() and not self.drop_unseen:
             if self.other_code is None:
                 raise DataError(
                     f"column {self.name!r}: {int(unseen.sum())} value(s) not among the {len(self.values)} "
                     f"public categories, {_example(unseen, raw, index)}; add them to \"categories\" or "
-                    "\"aliases\", or set \"unseen\": \"other\""
+                    "\"aliases\", or set \"unseen\": \"other\" (or \"drop\")"
                 )
             codes[unseen] = self.other_code
-        return codes, {"other": int(unseen.sum())}
+        return codes, {"other": int(unseen.sum())}, unseen if self.drop_unseen else np.zeros(len(keys), dtype=bool)
 
     def _bin(self, vals: np.ndarray, missing: np.ndarray) -> tuple[np.ndarray, dict]:
         lo, hi = self.edges[0], self.edges[-1]
@@ -277,7 +281,8 @@ def _categorical(name: str, spec: Mapping, where: str, marks: tuple, defaults: d
     lookup_codes = np.array(list(range(len(cats))) + alias_codes, dtype=np.int64)
     other = len(cats) if unseen == "other" else None
     lookup = pd.Index(keys + alias_keys, dtype=object)
-    return Column(name, "categorical", list(cats), marks, other, lookup=lookup, lookup_codes=lookup_codes)
+    return Column(name, "categorical", list(cats), marks, other, lookup=lookup, lookup_codes=lookup_codes,
+                  drop_unseen=unseen == "drop")
 
 
 def _edges(spec: Mapping, where: str) -> np.ndarray:

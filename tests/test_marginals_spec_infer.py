@@ -53,7 +53,8 @@ def test_a_unique_value_is_never_released_while_frequent_ones_always_are():
         acct = Accountant(1.0)
         spec = infer_spec(df, acct, rho=0.5, delta=1e-6, schema={"columns": {"job": "categorical"}}, rng=seed).to_spec()
         assert spec["columns"]["job"]["categories"] == ["clerk", "nurse"]
-        (charge,) = acct.charges
+        charge, outside = acct.charges
+        assert outside.label == "spec job: outside the categories" and outside.mechanism == "discrete_gaussian"
         assert charge.mechanism == THRESHOLD_MECHANISM and charge.params["delta"] == 1e-6
 
 
@@ -125,8 +126,10 @@ def test_types_missing_levels_and_markers_are_inferred():
     assert cols["sex"]["categories"] == ["F", "M"] and cols["sex"]["missing"] == "drop"
     labels = [c.label for c in acct.charges]
     assert labels == ["spec age: type profile", "spec age: numeric histogram", "spec job: type profile",
-                      "spec job: categories", "spec score: type profile", "spec score: numeric histogram",
-                      "spec sex: type profile", "spec sex: categories"]
+                      "spec job: categories", "spec job: outside the categories", "spec score: type profile",
+                      "spec score: numeric histogram", "spec sex: type profile", "spec sex: categories",
+                      "spec sex: outside the categories"]
+    assert cols["sex"]["unseen"] == "drop" and cols["job"]["unseen"] == "drop"  # nothing outside: no <other>
     assert acct.spent <= 2.0 * (1 + 1e-12)
 
 
@@ -178,3 +181,16 @@ def test_blank_and_reserved_values_never_become_categories():
     spec = infer_spec(df, Accountant(1.0), rho=0.5, delta=1e-9, schema={"columns": {"c": "categorical"}}, rng=8)
     assert spec.to_spec()["columns"]["c"]["categories"] == ["a"]
     assert spec.transform_df(df)["c"].tolist() == [0] * 3000 + [1] * 6000  # both map to <other>
+
+
+def test_the_other_level_is_kept_only_for_real_mass_outside_the_categories():
+    rng = np.random.default_rng(9)
+    rare = [f"rare-{i}" for i in range(3000)]  # 3,000 rows of values too rare to release
+    df = pd.DataFrame({"binary": rng.choice(["no", "yes"], 9000),
+                       "long_tail": np.concatenate([rng.choice(["x", "y"], 6000), rare])})
+    schema = {"columns": {"binary": "categorical", "long_tail": "categorical"}}
+    for seed in range(10):
+        spec = infer_spec(df, Accountant(1.0), rho=0.5, delta=1e-9, schema=schema, rng=seed)
+        cols = spec.to_spec()["columns"]
+        assert cols["binary"]["unseen"] == "drop" and spec.domain["binary"] == 2  # stays binary
+        assert cols["long_tail"]["unseen"] == "other" and cols["long_tail"]["categories"] == ["x", "y"]

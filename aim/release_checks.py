@@ -8,9 +8,10 @@ the domain (sizes capped by `marginals.domain.MAX_LEVELS`), every clique against
 finite positive sigmas and total, the ledger, the configuration's epsilon / delta against
 the ledger (delta = the ledger's conversion delta + the ``threshold_delta`` reserved for
 thresholded histograms, which their charges may not exceed), and the spec (a valid
-`marginals.Discretizer` spec whose domain is exactly the release's); (3) the cells the measurements, the potentials and the model's junction tree will
-take are summed from the header alone and capped (`MAX_RELEASE_MB`); (4) each array's ``.npy``
-header (shape, dtype) is checked against what the header promises before its data is read.
+`marginals.Discretizer` spec whose domain is exactly the release's); (3) the cells the
+measurements, the potentials and the model's junction tree will take are summed from the header
+alone and capped (`MAX_RELEASE_MB`); (4) each array's ``.npy`` header (shape, dtype) is checked
+against what the header promises before its data is read.
 """
 
 from __future__ import annotations

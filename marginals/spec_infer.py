@@ -73,8 +73,8 @@ PROFILE_SHARE = 0.1
 KNOWN_Z = 3.0
 #: share of a categorical column's budget for counting the rows outside the released categories;
 #: the <other> level is kept when that noisy count reaches OTHER_Z sigma.
-OTHER_SHARE = 0.2
-OTHER_Z = 2.5
+OTHER_SHARE = 0.25
+OTHER_Z = 2.0
 THRESHOLD_MECHANISM = "thresholded_discrete_gaussian"
 _INTEGER = re.compile(r"-?\d{1,15}")
 

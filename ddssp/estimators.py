@@ -172,7 +172,7 @@ class AIMSynth(LinearRegressor):
         if implements(source, ModelSource):
             rng = sampling_rng(self.random_state)
             draw = source.synthetic_codes if implements_member(source, "synthetic_codes") else source.synthetic_data
-            table = Dataset(draw(n=self.n_synthetic, rng=rng), source.domain)
+            table = Dataset(draw(n=self.n_synthetic, rng=rng), source.domain)  # codes (a spec would decode)
         elif isinstance(source, Dataset):
             table = source
         else:

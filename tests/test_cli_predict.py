@@ -13,6 +13,7 @@ import pytest
 from aim import AIM, Release
 from ddssp import DDSSPLinearRegression, DDSSPLogisticRegression, EncodingOptions
 from ddssp.cli import main
+from marginals import Discretizer
 from marginals.data import demo_dataset
 
 DATA = demo_dataset(3000, seed=8)
@@ -88,3 +89,39 @@ def test_predict_refuses_a_coefficient_file_of_other_settings(release_file, tmp_
     capsys.readouterr()
     assert main(argv[:4] + [str(good), "--data", str(tmp_path / "short.csv"), "--out", str(tmp_path / "p.csv")]) == 2
     assert "lacks the column(s) ['age']" in capsys.readouterr().err
+
+
+SPEC = {"columns": {
+    "colour": {"type": "categorical", "categories": ["red", "green", "blue"]},
+    "size": {"type": "numeric", "lo": 0, "hi": 10, "bins": 5},
+    "label": {"type": "categorical", "categories": ["no", "yes"]},
+}}  # fmt: skip
+
+
+def raw_rows(n: int, seed: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    colour, size = rng.choice(["red", "green", "blue"], n), rng.uniform(0, 10, n)
+    yes = rng.random(n) < 1 / (1 + np.exp(-((colour == "blue") * 1.5 - 0.3 * size + 1.0)))
+    return pd.DataFrame({"colour": colour, "size": size, "label": np.where(yes, "yes", "no")})
+
+
+def test_fit_and_predict_speak_the_labels_of_a_release_spec(tmp_path, capsys):
+    disc = Discretizer(SPEC)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        release = AIM(4.0, 1e-6, insecure_seed=4, max_model_size=1.0).run(disc.transform(raw_rows(3000, 1)))
+        release.with_spec(disc).save(tmp_path / "r.npz")
+    coef = _fit(tmp_path / "r.npz", tmp_path, "--target", "label", "--model", "logistic", "--categorical", "colour")
+    out = capsys.readouterr().out
+    assert "colour=blue" in out and "positive class: label = yes" in out
+    assert json.loads(coef.read_text())["features"] == ["colour=green", "colour=blue", "size"]
+    rows = raw_rows(50, 2)
+    rows.to_csv(tmp_path / "raw.csv", index=False)  # raw values, coded by the release's spec
+    argv = ["predict", "--release", str(tmp_path / "r.npz"), "--coef", str(coef), "--data", str(tmp_path / "raw.csv"),
+            "--out", str(tmp_path / "p.csv"), "--quiet"]
+    assert main(argv) == 0, capsys.readouterr().err
+    pred = pd.read_csv(tmp_path / "p.csv")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = DDSSPLogisticRegression("label", ["colour"]).fit(Release.load(tmp_path / "r.npz"))
+    assert list(pred["prediction"]) == list(model.predict(rows)) and set(pred["prediction"]) <= {"no", "yes"}

@@ -5,6 +5,7 @@ the estimators work in `Pipeline`, `clone`, `cross_val_score` and `GridSearchCV`
 from __future__ import annotations
 
 import pickle
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -267,3 +268,20 @@ def test_a_release_with_a_spec_gives_labelled_classes():
     assert model.score(test, test["label"]) == pytest.approx(np.mean(predicted == test["label"]))
     proba = model.predict_proba(test)
     np.testing.assert_array_equal(predicted, np.where(proba[:, 1] > 0.5, "yes", "no"))
+
+
+def test_an_aim_release_with_its_spec_end_to_end():
+    from aim import AIM
+    from marginals import Discretizer
+
+    disc, raw = Discretizer(SPEC), raw_rows(3000, 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        release = AIM(4.0, 1e-6, insecure_seed=2, max_model_size=1.0).run(disc.transform(raw)).with_spec(disc)
+        ddssp = DDSSPLogisticRegression("label", ["colour"]).fit(release)
+    synth = AIMSynth("label", "logistic", ["colour"], random_state=0).fit(release)  # fits on the release's codes
+    test = raw_rows(400, 6)
+    for model in (ddssp, synth):
+        assert list(model.classes_) == ["no", "yes"]
+        assert list(model.encoded_feature_names_) == ["colour=green", "colour=blue", "size", "score"]
+        assert set(model.predict(test)) <= {"no", "yes"} and 0.5 < model.score(test, test["label"]) <= 1.0

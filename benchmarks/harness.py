@@ -70,6 +70,12 @@ def run_parallel(fn: Callable, units: Sequence[tuple], jobs: int, on_done: Calla
             on_done(futures[future], result, error, seconds)
 
 
+def in_fresh_process(fn: Callable, *args: Any) -> Any:
+    """``fn(*args)`` in a new spawned process (its peak RSS is then its own); returns the result."""
+    with cf.ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(fn, *args).result()
+
+
 def in_fresh_processes(fn: Callable, jobs: Iterable, processes: int = 1) -> Iterator:
     """``fn(job)`` for every job, in order, each in a new spawned process (so its peak RSS is its own)."""
     context = multiprocessing.get_context("spawn")

@@ -89,6 +89,7 @@ def test_synth_workload_file(coded, tmp_path):
     assert sorted((tuple(c), w) for c, w in workload) == [(("age", "income"), 1.0), (("sector", "region"), 2.0)]
 
 
+@pytest.mark.slow
 def test_synth_demo_fallback_in_a_subprocess(tmp_path):
     env = {**os.environ, "DP_MARGINALS_DATA": "/nonexistent", "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(

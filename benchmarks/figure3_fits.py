@@ -41,7 +41,7 @@ from ddssp import (
 from marginals import Dataset
 
 from . import figure3_others
-from .harness import grid, load_split, name_key, seed_from, write_json
+from .harness import grid, load_split, name_key, seed_from, timed, write_json
 
 N_TRAIN = 50_000
 LINEAR_EPS = (0.05, 0.1, 0.5, 1.0, 2.0)
@@ -153,14 +153,11 @@ def cached_release(path: Path, seed: int, spec: dict) -> tuple[Release, float] |
 
 def run_aim(kwargs: dict, train: Dataset, log_file: Path | None) -> tuple[Release, float]:
     """(AIM(**kwargs).run(train), seconds); AIM's per-round progress goes to ``log_file`` if given."""
-    start = time.perf_counter()
     if log_file is None:
-        release = AIM(**kwargs).run(train)
-    else:
-        log_file.parent.mkdir(parents=True, exist_ok=True)
-        with open(log_file, "w") as log, contextlib.redirect_stderr(log):
-            release = AIM(**kwargs, progress=True).run(train)
-    return release, time.perf_counter() - start
+        return timed(AIM(**kwargs).run, train)
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_file, "w") as log, contextlib.redirect_stderr(log):
+        return timed(AIM(**kwargs, progress=True).run, train)
 
 
 def get_release(spec: dict) -> tuple[Release, dict]:
@@ -206,9 +203,7 @@ def timed_fit(model, source, counter: dict) -> tuple[float, int]:
     ``counter`` (digits masked, so repeats of one message share a key)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        start = time.perf_counter()
-        model.fit(source)
-        seconds = time.perf_counter() - start
+        _, seconds = timed(model.fit, source)
     n_col = 0
     for w in caught:
         if issubclass(w.category, CollinearityWarning):
@@ -309,10 +304,9 @@ def private_rows(task: Task, data: Dataset, cells: list, spec: dict, n_test: int
     if task.kind == "linear":
         for eps, trial in cells:
             seed = seed_of("adassp_paper", eps, trial)
-            start = time.perf_counter()
-            metric = paper_adassp_mse(task, data, test, eps, delta, seed)
+            metric, seconds = timed(paper_adassp_mse, task, data, test, eps, delta, seed)
             rows.append(task.row("adassp_paper", eps, trial, delta, len(data), n_test, seed=seed, metric=metric,
-                                 seconds=time.perf_counter() - start))  # fmt: skip
+                                 seconds=seconds))  # fmt: skip
     method, cls = ("adassp", AdaSSP) if task.kind == "linear" else ("objpert", ObjPert)
     for eps, trial in cells:
         seed = seed_of(method, eps, trial)

@@ -115,9 +115,8 @@ def _small_table(rng, d, shape, n):
 
 def check_accounting(release, rho: float, T: int):
     """Every property of the ledger and the round log that AIM's budget rules imply."""
-    ledger, log, domain = release.ledger, release.rounds, release.domain
+    ledger, log, domain, charges = release.ledger, release.rounds, release.domain, release.ledger.charges
     d = len(domain)
-    charges = ledger.charges
     # never over, and the last round spends exactly the remainder
     assert ledger.rho == rho
     assert ledger.spent <= rho * (1 + RTOL)

@@ -7,7 +7,6 @@ import math
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -32,30 +31,18 @@ EXPECTED_METHODS = {  # plus the diagnostics: DD-SSP on exact marginals, the pap
 }
 
 
-def run_quick(out: Path, cache: Path) -> tuple[float, subprocess.CompletedProcess]:
-    start = time.perf_counter()
-    proc = subprocess.run(
+def run_quick(out: Path, cache: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
         [sys.executable, "-m", "benchmarks.figure3", "--quick", "--out", str(out), "--release-cache", str(cache), "--jobs", "2"],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=600,
     )
-    return time.perf_counter() - start, proc
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(data_dir() is None, reason="bundled data absent")
-def test_figure3_quick_end_to_end(tmp_path):
-    pytest.importorskip("matplotlib")
-    cache = tmp_path / "releases"
-    first_out, second_out = tmp_path / "first", tmp_path / "second"
-
-    first_time, proc = run_quick(first_out, cache)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    assert "total wall time" in proc.stdout
-
-    df = pd.read_csv(first_out / "results.csv")
+def check_results(df: pd.DataFrame, cache: Path) -> None:
+    """The quick run's rows: one per method x epsilon x trial, sane metrics, shared releases."""
     assert set(REQUIRED) <= set(df.columns)
     assert set(df["dataset"]) == {"adult"}
     assert sorted(df["epsilon"].unique()) == [0.1, 1.0]
@@ -75,7 +62,7 @@ def test_figure3_quick_end_to_end(tmp_path):
     assert set(mse["task"]) == {"linear", "linear-no-education"} and set(auc["task"]) == {"logistic"}
     assert (mse["metric"] >= 0).all()
     assert ((auc["metric"] >= 0) & (auc["metric"] <= 1)).all()
-    # the leaky full task: public OLS is nearly exact (reference: MSE about 0.00056)
+    # the leaky full task: public OLS is nearly exact (`education` is a bijection of the target)
     public_full = df[(df["task"] == "linear") & (df["method"] == "public")]["metric"]
     assert (public_full < 0.01).all()
     # DD-SSP on exact marginals is ordinary least squares (the Z^T Z algebra is exact)
@@ -99,7 +86,10 @@ def test_figure3_quick_end_to_end(tmp_path):
     assert df.loc[df["method"] == "pmt", "public_moment"].str.startswith("public split").all()
     assert (df.loc[df["method"] == "pmt", "n_train"] < df.loc[df["method"] == "adassp", "n_train"].max()).all()
 
-    summary = (first_out / "summary.md").read_text()
+
+def check_summary(out: Path) -> str:
+    """summary.md: settings, comparisons and diagnostics without verdicts, links to valid PNGs."""
+    summary = (out / "summary.md").read_text()
     assert "Total wall time" in summary
     assert "|mean_d - mean_s| <= 2 sqrt(se_d^2 + se_s^2)" in summary
     assert "The paper's claims" in summary
@@ -108,20 +98,18 @@ def test_figure3_quick_end_to_end(tmp_path):
         assert verdict not in summary
     assert "TukeyEM PTR pass rate per epsilon" in summary and "PMT (moment from the AIM release)" in summary
     for name in ("figure3_linear_mms200.png", "figure3_logistic_mms200.png"):
-        png = first_out / name
+        png = out / name
         assert png.is_file() and png.stat().st_size > 1000
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"]({name})" in summary
+    return summary
 
-    # a second run reads the cached releases: same AIM results, same metrics, less time
-    second_time, proc2 = run_quick(second_out, cache)
-    assert proc2.returncode == 0, proc2.stderr[-4000:]
-    df2 = pd.read_csv(second_out / "results.csv")
+
+def check_cached_rerun(df: pd.DataFrame, df2: pd.DataFrame, cache: Path) -> None:
+    """A second run read the cached releases: same AIM results and metrics, same files."""
     assert len(df2) == len(df)
-    aim2 = df2[df2["method"].isin(["ddssp", "aim_synth"])]
-    assert aim2["release_cached"].astype(bool).all()
-    keys = ["task", "method", "epsilon", "trial"]
-    merged = df.merge(df2, on=keys, suffixes=("_1", "_2"))
+    assert df2[df2["method"].isin(["ddssp", "aim_synth"])]["release_cached"].astype(bool).all()
+    merged = df.merge(df2, on=["task", "method", "epsilon", "trial"], suffixes=("_1", "_2"))
     assert len(merged) == len(df)
     np.testing.assert_array_equal(merged["metric_1"], merged["metric_2"])
     np.testing.assert_array_equal(merged["seed_1"], merged["seed_2"])
@@ -130,11 +118,28 @@ def test_figure3_quick_end_to_end(tmp_path):
     np.testing.assert_allclose(aim_merged["release_seconds_1"], aim_merged["release_seconds_2"])
     assert (aim_merged["release_file_1"] == aim_merged["release_file_2"]).all()
     assert len(list(cache.glob("*.npz"))) == 2
-    wall1 = float(re.search(r"total wall time: ([\d.]+)s", proc.stdout).group(1))
-    wall2 = float(re.search(r"total wall time: ([\d.]+)s", proc2.stdout).group(1))
-    assert wall2 < wall1 and second_time < first_time
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(data_dir() is None, reason="bundled data absent")
+def test_figure3_quick_end_to_end(tmp_path):
+    pytest.importorskip("matplotlib")
+    cache = tmp_path / "releases"
+    first_out, second_out = tmp_path / "first", tmp_path / "second"
+
+    proc = run_quick(first_out, cache)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "total wall time" in proc.stdout
+    df = pd.read_csv(first_out / "results.csv")
+    check_results(df, cache)
+    summary = check_summary(first_out)
+
+    proc2 = run_quick(second_out, cache)
+    assert proc2.returncode == 0, proc2.stderr[-4000:]
+    check_cached_rerun(df, pd.read_csv(second_out / "results.csv"), cache)
+    # (no timing assertion: the cache is proven by release_cached and the equal results above)
+    assert math.isfinite(float(re.search(r"total wall time: ([\d.]+)s", proc2.stdout).group(1)))
     assert "2 read from the cache" in (second_out / "summary.md").read_text()
-    assert math.isfinite(wall1)
     # the summary is a function of results.csv and run.json: re-rendering from the files gives it again
     assert figure3_report.main([str(first_out), "--no-plots"]) == 0
     assert (first_out / "summary.md").read_text() == summary

@@ -24,11 +24,10 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from marginals.dataset import Dataset
-from marginals.distributed import DaskDataset
 from marginals.mechanisms import exponential_mechanism, measure_counts
 from marginals.privacy import BUDGET_RTOL, Accountant, cdp_rho
 from marginals.randomness import noise_source
+from marginals.source import RowSource, check_unweighted, is_rows
 from pgm.estimation import estimate
 from pgm.junction_tree import model_size_mb
 
@@ -173,12 +172,13 @@ class AIM:
             "workload": [[list(c), w] for c, w in workload],
         }
 
-    def run(self, dataset: Dataset | DaskDataset) -> Release:
+    def run(self, dataset: RowSource) -> Release:
         """Run AIM on ``dataset`` and return the release (measurements, model, ledger, log)."""
-        if not isinstance(dataset, (Dataset, DaskDataset)):
-            raise TypeError(f"AIM.run needs a marginals.Dataset or marginals.DaskDataset, got {type(dataset).__name__}")
-        if dataset.weights is not None:  # weighted counts: sensitivity 1 would not hold
-            raise ValueError("AIM.run: the dataset has row weights, whose sensitivity is not 1; pass an unweighted dataset")
+        if not is_rows(dataset):
+            raise TypeError(
+                f"AIM.run needs private rows (a marginals.Dataset or DaskDataset), got {type(dataset).__name__}"
+            )
+        check_unweighted(dataset, "AIM.run")  # weighted counts: sensitivity 1 would not hold
         if not (self.max_model_size > 0):
             raise ValueError(f"max_model_size must be > 0 MB, got {self.max_model_size}")
         unknown = sorted(set(self.estimator_options or {}) - set(ESTIMATOR_OPTIONS))

@@ -64,6 +64,11 @@ class Release:
         """The model's (noisy) estimate of the number of rows."""
         return self.model.total
 
+    @property
+    def cliques(self) -> tuple[tuple[str, ...], ...]:
+        """The model's cliques: marginals inside them are fitted to measurements, others inferred."""
+        return self.model.cliques
+
     def marginal(self, attrs: Sequence[str]) -> np.ndarray:
         """The released model's marginal (counts) over ``attrs``, axes in the order given."""
         return self.model.marginals([tuple(attrs)])[0]
@@ -188,6 +193,21 @@ class ReleaseView:
         self.dropped = dropped
         self.domain = release.domain.marginalize(dropped)
         self.model = release.model  # clique membership (which pairs were measured) is unchanged
+
+    @property
+    def total(self) -> float:
+        """The model's (noisy) estimate of the number of rows."""
+        return self.release.total
+
+    @property
+    def cliques(self) -> tuple[tuple[str, ...], ...]:
+        """The model's cliques (dropping attributes does not change which pairs were fitted)."""
+        return self.release.cliques
+
+    @property
+    def measurements(self) -> list:
+        """The release's noisy measurements (all of them, dropped attributes included)."""
+        return self.release.measurements
 
     def marginal(self, attrs: Sequence[str]) -> np.ndarray:
         """The model's marginal over ``attrs`` (none of them dropped)."""

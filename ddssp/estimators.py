@@ -23,6 +23,7 @@ import pandas as pd
 from marginals import Dataset, Domain
 
 from marginals.randomness import sampling_rng
+from marginals.source import ModelSource, implements
 
 from .base import EncodedLinearModel, as_dataset, as_marginal_source
 from .bayes.intervals import CoefficientIntervalMixin
@@ -200,7 +201,7 @@ class AIMSynth(EncodedLinearModel):
             raise ValueError(f"task must be 'linear' or 'logistic', got {self.task!r}")
         if isinstance(source, (pd.DataFrame, Dataset)):
             table = as_dataset(source, domain)
-        elif hasattr(source, "synthetic_data") and hasattr(source, "domain"):
+        elif implements(source, ModelSource):
             rng = sampling_rng(self.random_state)
             synthetic = source.synthetic_data(n=self.n_synthetic, rng=rng)
             if not isinstance(synthetic, (pd.DataFrame, Dataset)):

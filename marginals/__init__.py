@@ -14,6 +14,7 @@ from .mechanisms import (
     selection_probabilities,
 )
 from .privacy import Accountant, BudgetExceeded, Charge, cdp_delta, cdp_eps, cdp_rho
+from .source import MarginalSource, MeasuredSource, ModelSource, RowSource, as_marginal_source, implements
 from .randomness import InsecureRandom, InsecureSeedWarning, RandomSource, SecureRandom, noise_source, sampling_rng
 
 __all__ = [
@@ -27,9 +28,14 @@ __all__ = [
     "Domain",
     "InsecureRandom",
     "InsecureSeedWarning",
+    "MarginalSource",
     "Measurement",
+    "MeasuredSource",
+    "ModelSource",
     "RandomSource",
+    "RowSource",
     "SecureRandom",
+    "as_marginal_source",
     "cdp_delta",
     "cdp_eps",
     "cdp_rho",
@@ -39,6 +45,7 @@ __all__ = [
     "gdp_eps",
     "gdp_mu",
     "gaussian_measure",
+    "implements",
     "measure_counts",
     "noise_source",
     "sampling_rng",

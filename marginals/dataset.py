@@ -208,6 +208,16 @@ class Dataset:
         """Number of rows."""
         return len(self)
 
+    @property
+    def weighted(self) -> bool:
+        """True when rows carry weights (counts are weight sums; count sensitivity is not 1)."""
+        return self.weights is not None
+
+    @property
+    def total(self) -> float:
+        """The number of rows, or the sum of the row weights."""
+        return float(len(self)) if self.weights is None else float(self.weights.sum())
+
     def column(self, attr: str) -> np.ndarray:
         """The code array of one attribute (read-only view)."""
         arr = self._codes[self.domain.attrs.index(self.domain.check([attr])[0])].view()

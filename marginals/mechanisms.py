@@ -27,6 +27,7 @@ from .exact import EM_ROUNDING, discrete_gaussian, exponential_choice, noise_var
 from .randomness import RandomSource, noise_source
 from .dataset import Dataset
 from .privacy import Accountant
+from .source import check_unweighted
 
 #: L2 sensitivity of a count marginal under add/remove-one-row neighbours.
 COUNT_SENSITIVITY = 1.0
@@ -100,11 +101,7 @@ def gaussian_measure(
     label: str | None = None,
 ) -> Measurement:
     """Measure the count marginal of ``clique`` with discrete Gaussian noise of scale ``sigma`` per cell."""
-    if dataset.weights is not None:
-        raise ValueError(
-            "gaussian_measure: the dataset has row weights, whose sensitivity cannot be derived "
-            "from the domain; measure an unweighted dataset"
-        )
+    check_unweighted(dataset, "gaussian_measure")
     clique = dataset.domain.check(clique)
     return measure_counts(dataset.marginal(clique), clique, sigma, rng, accountant, label)
 

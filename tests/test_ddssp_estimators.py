@@ -156,8 +156,8 @@ class FakeRelease:
     """Stands in for an AIM release: exact marginals, model cliques and bootstrap synthetic rows."""
 
     def __init__(self, data: Dataset, cliques=None):
-        self.data, self.domain = data, data.domain
-        self.model = SimpleNamespace(cliques=cliques if cliques is not None else [data.domain.attrs])
+        self.data, self.domain, self.total = data, data.domain, data.total
+        self.cliques = tuple(cliques) if cliques is not None else (data.domain.attrs,)
 
     def marginals(self, cliques):
         return [t.astype(float) for t in self.data.marginals(cliques)]

@@ -80,8 +80,10 @@ class CountingSource:
 
     def __init__(self, data: Dataset, cliques=None, scale: float = 1.0):
         self.data, self.domain, self.calls, self.scale = data, data.domain, [], scale
-        if cliques is not None:
-            self.model = SimpleNamespace(cliques=cliques)
+        self.total = scale * data.total
+        if cliques is not None:  # stands in for a fitted model: cliques + synthetic rows
+            self.cliques = tuple(cliques)
+            self.synthetic_data = lambda n=None, rng=None: data.to_df()
 
     def marginals(self, cliques):
         self.calls.append(list(cliques))
@@ -137,12 +139,12 @@ def test_bad_sources(random_dataset):
     data = random_dataset(8)
     enc = build_encoding(data.domain, "t")
     with pytest.raises(TypeError, match="lacks .marginals"):
-        gram_from_marginals(SimpleNamespace(domain=data.domain), enc)
+        gram_from_marginals(SimpleNamespace(domain=data.domain, total=1.0), enc)
     with pytest.raises(ValueError, match="empty table"):
         gram_from_marginals(CountingSource(data, scale=0.0), enc)
     other = Domain(data.domain.attrs, tuple(m + 1 for m in data.domain.shape))
     with pytest.raises(ValueError, match="levels in the source but"):
-        gram_from_marginals(SimpleNamespace(domain=other, marginals=data.marginals), enc)
-    short = SimpleNamespace(domain=data.domain, marginals=lambda cl: data.marginals(cl)[:-1])
+        gram_from_marginals(SimpleNamespace(domain=other, total=1.0, marginals=data.marginals), enc)
+    short = SimpleNamespace(domain=data.domain, total=1.0, marginals=lambda cl: data.marginals(cl)[:-1])
     with pytest.raises(ValueError, match="returned 27 marginals for 28 requested"):
         gram_from_marginals(short, enc)

@@ -132,7 +132,7 @@ def test_weight_column(client):
     df = random_frame(2000, seed=3)
     w = np.random.default_rng(3).random(2000)
     ds = DaskDataset(dd.from_pandas(df.assign(w=w), npartitions=4), DOM, weight_column="w")
-    assert ds.weights == "w"
+    assert ds.weighted and ds.weight_column == "w"
     expected = Dataset(df, DOM, weights=w).marginals([("b", "a"), ("c",)])
     for x, y in zip(ds.marginals([("b", "a"), ("c",)]), expected):
         assert x.dtype == np.float64
@@ -269,7 +269,7 @@ def test_aim_release_identical_to_numpy(client):
     for c in expected.model.cliques:
         assert ours.model.potentials[c].values.tobytes() == expected.model.potentials[c].values.tobytes()
     assert [r["clique"] for r in ours.rounds] == [r["clique"] for r in expected.rounds]
-    with pytest.raises(TypeError, match="AIM.run needs a marginals.Dataset or marginals.DaskDataset, got DataFrame"):
+    with pytest.raises(TypeError, match=r"AIM.run needs private rows \(a marginals.Dataset or DaskDataset\), got DataFrame"):
         AIM(1.0).run(data.to_df())
 
 

@@ -38,6 +38,7 @@ import numpy as np
 
 from marginals.domain import Domain
 from marginals.mechanisms import Measurement
+from marginals.source import MeasuredSource, implements
 from pgm.estimation import estimate
 
 #: bootstrap interval kinds and methods.
@@ -51,6 +52,11 @@ class ModelSource:
 
     domain: Domain
     model: Any
+
+    @property
+    def total(self) -> float:
+        """The model's total count."""
+        return self.model.total
 
     def marginals(self, cliques: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """The model's marginals over ``cliques``."""
@@ -88,12 +94,11 @@ def bootstrap_interval(estimate_: np.ndarray, replicates: np.ndarray, alpha: flo
 
 def release_parts(source: Any) -> tuple[Any, Domain]:
     """(the underlying `Release`, the domain the estimator sees) for a release or a release view."""
-    release = getattr(source, "release", source)
-    if not (hasattr(release, "measurements") and hasattr(release, "model")):
+    if not implements(source, MeasuredSource):
         raise TypeError(
             f"coefficient intervals need an AIM release (with .measurements and .model), got {type(source).__name__}"
         )
-    return release, source.domain
+    return getattr(source, "release", source), source.domain
 
 
 def _full_theta(est: Any) -> np.ndarray:
@@ -251,7 +256,7 @@ class CoefficientIntervalMixin:
             return
         if method not in METHODS:
             raise ValueError(f"interval must be None or one of {METHODS}, got {method!r}")
-        if not hasattr(getattr(source, "release", source), "measurements"):
+        if not implements(source, MeasuredSource):
             raise TypeError(
                 f"interval={method!r} needs an AIM release (its measurements and sigmas); got {type(source).__name__}"
             )

@@ -139,7 +139,7 @@ def describe(kind: str, spec: dict) -> str:
 
 
 def status(kind: str, out: dict | None, error: str | None) -> str:
-    """One progress line's verdict-free status of a finished unit."""
+    """The status of a finished unit on its progress line."""
     if error:
         return "FAILED"
     if kind == "release":

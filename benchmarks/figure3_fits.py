@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import inspect
 import json
 import math
 import re
@@ -23,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from aim import AIM, Release
+from aim import AIM, AIMConfig, Release
 from ddssp import (
     AdaSSP,
     AIMSynth,
@@ -109,13 +108,10 @@ def derive_seed(base: int, dataset: str, eps: float, trial: int, purpose: str, t
 
 
 def aim_settings(kwargs: dict) -> dict:
-    """Every AIM hyperparameter of ``AIM(**kwargs)``: the keyword arguments given, the constructor's
-    defaults for the rest; without the seed and the progress flag (they do not change a release's
-    distribution). A change of AIM's defaults therefore changes the cache key."""
-    params = inspect.signature(AIM).parameters.values()
-    settings = {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
-    settings.update(kwargs)
-    return {k: v for k, v in sorted(settings.items()) if k not in ("insecure_seed", "progress")}
+    """Every AIM hyperparameter of ``AIM(**kwargs)`` (the arguments given and the defaults of the
+    rest) as a release records them, without the seed: a change of AIM's defaults changes the
+    cache key."""
+    return AIMConfig(**kwargs).to_dict()
 
 
 def data_fingerprint(train: Dataset) -> str:

@@ -1,7 +1,9 @@
-"""``dp-marginals``: the command line — ``synth`` (AIM release + synthetic table; without --data it
-runs on the Adult table shipped with the package), ``fit`` (DD-SSP regression from a release alone),
-``inspect`` (what a release holds and what it cost) and ``discretize`` (raw table -> integer codes
-with a public spec, and back).
+"""``dp-marginals``: the command line — ``synth`` (AIM release + synthetic table; from codes, from
+raw values with a public spec, or from raw values alone with the spec inferred under DP; without
+--data it runs on the Adult table shipped with the package), ``fit`` (DD-SSP regression from a
+release alone), ``inspect`` (what a release holds and what it cost), ``discretize`` (raw table ->
+integer codes with a public spec, and back), ``spec`` (a spec drafted from a public schema;
+`ddssp.cli_spec`) and ``report`` (an HTML quality report of a release; `ddssp.cli_report`).
 
 Exit codes: 0 ok, 2 bad input (one line on stderr, no traceback), 1 internal error. ``--debug``
 shows the traceback. Progress goes to stderr; ``--quiet`` silences it. Files are written atomically;
@@ -33,6 +35,8 @@ from marginals.domain import AtomicOutputs, Domain, read_json, write_text_atomic
 from marginals.privacy import cdp_rho
 from marginals.randomness import sampling_rng
 
+from .cli_report import add_report_parser
+from .cli_spec import add_raw_synth_arguments, add_spec_parser, synth_raw
 from .encoding import CATEGORICAL_PRESETS, categorical_preset
 from .estimators import DDSSPLinearRegression, DDSSPLogisticRegression
 
@@ -203,7 +207,12 @@ def cmd_synth(args: argparse.Namespace) -> int:
     out_path = Path(args.out or f"results/{_input_name(args)}-eps{args.epsilon:g}-synthetic.csv")
     release_path = Path(args.release or f"results/{_input_name(args)}-eps{args.epsilon:g}-release.npz")
     check_outputs([("--out", out_path), ("--release", release_path)],
-                  [("--data", args.data), ("--domain", args.domain), ("--spec", args.spec), ("--workload", args.workload)])
+                  [("--data", args.data), ("--domain", args.domain), ("--spec", args.spec), ("--workload", args.workload),
+                   ("--schema", args.schema)])
+    if args.data and not args.domain and not args.spec:  # raw values alone: the spec is inferred under DP
+        return synth_raw(args, out_path, release_path, lambda message: _note(args, message))
+    if args.schema or args.spec_budget is not None or args.columns:
+        raise ValueError("--schema, --spec-budget and --columns are for a raw --data without --spec or --domain")
     data, name, disc = _load_input(args)
     _note(args, f"{name}: {len(data):,} rows x {len(data.domain)} attributes")
     mechanism = AIM(
@@ -219,8 +228,10 @@ def cmd_synth(args: argparse.Namespace) -> int:
     release = mechanism.run(data)
     elapsed = time.perf_counter() - start
     rows_rng = sampling_rng(args.sample_seed)  # post-processing of the public model: a seed is safe here
-    synthetic = release.synthetic_data(args.rows, rng=rows_rng)
-    out = synthetic if disc is None else disc.inverse_transform(synthetic, rng=rows_rng, numeric=args.numeric)
+    synthetic = release.synthetic_codes(args.rows, rng=rows_rng)
+    if disc is not None:
+        release = release.with_spec(disc)  # the release stores its public spec; rows come back readable
+    out = synthetic if disc is None else disc.inverse_transform(synthetic, rng=rows_rng, numeric=args.numeric, typed=True)
     with AtomicOutputs() as outputs:  # the release and the CSV: both or neither
         release.save(outputs.stage(release_path))
         write_text_atomic(outputs.stage(out_path), out.to_csv(index=False))
@@ -346,7 +357,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         return 0
     status = "private" if release.private else "NOT PRIVATE (seeded noise source: tests/benchmarks only)"
     print(f"release {args.release}: {len(release.domain)} attributes, {status}")
-    print(release.ledger.summary())
+    print("\n".join([release.ledger.summary(), *release.threshold_lines()]))
     print(f"{report['rounds']} selection rounds ({report['annealed']} annealed); "
           f"workload of {report['workload_cliques']} cliques")
     print(f"model: {len(release.model.cliques)} cliques, {release.model.size_mb:.2f} MB, "
@@ -407,6 +418,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_discretize(sub, common)
     _add_fit(sub, common)
     _add_inspect(sub, common)
+    add_spec_parser(sub, [common])
+    add_report_parser(sub, [common])
     return parser
 
 
@@ -441,16 +454,18 @@ def _add_synth(sub: Any, common: argparse.ArgumentParser) -> None:
     p = _subcommand(sub, common, "synth", "AIM release and synthetic table",
                     "Measure noisy marginals with AIM under (--epsilon, --delta), write the release "
                     "and a synthetic CSV sampled from its model.")
-    p.add_argument("--data", metavar="CSV", help="CSV of integer codes (with --domain) or of raw values (with --spec)")
+    p.add_argument("--data", metavar="CSV", help="CSV of integer codes (with --domain) or of raw values (with --spec, "
+                                                 "or alone: the spec is then inferred under DP, on the same budget)")
     p.add_argument("--domain", metavar="JSON", help="the public domain.json of --data (column -> number of levels)")
     p.add_argument("--spec", metavar="JSON",
                    help="a public discretization spec for raw --data; synthetic rows are decoded back to values")
-    p.add_argument("--numeric", choices=["interval", "uniform"], default="interval",
-                   help="with --spec: decoded numeric bins as interval labels or uniform draws inside the bin "
-                        "(default interval)")
+    p.add_argument("--numeric", choices=["uniform", "midpoint", "interval"], default="uniform",
+                   help="raw data: decoded numeric bins as values drawn uniformly inside the bin (default), "
+                        "bin midpoints, or interval labels")
     p.add_argument("--decode", action=_Renamed,
-                   const="--numeric interval|uniform (--decode is discretize's CSV of codes)")
-    _add_raw_csv_flags(p, "with --spec: ")
+                   const="--numeric uniform|midpoint|interval (--decode is discretize's CSV of codes)")
+    _add_raw_csv_flags(p, "raw data: ")
+    add_raw_synth_arguments(p)
     p.add_argument("--dataset", choices=sorted(DATASETS), default="adult",
                    help="data set shipped with the package, used when --data is not given (default adult: "
                         "the UCI Adult table, 47,842 rows)")

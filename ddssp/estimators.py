@@ -203,7 +203,8 @@ class AIMSynth(EncodedLinearModel):
             table = as_dataset(source, domain)
         elif implements(source, ModelSource):
             rng = sampling_rng(self.random_state)
-            synthetic = source.synthetic_data(n=self.n_synthetic, rng=rng)
+            draw = getattr(source, "synthetic_codes", source.synthetic_data)  # a release with a spec decodes by default
+            synthetic = draw(n=self.n_synthetic, rng=rng)
             if not isinstance(synthetic, (pd.DataFrame, Dataset)):
                 raise TypeError(f"synthetic_data returned a {type(synthetic).__name__}, expected a DataFrame of codes")
             table = as_dataset(synthetic, source.domain)

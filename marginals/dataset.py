@@ -196,7 +196,8 @@ class Dataset:
 
     @classmethod
     def from_codes(cls, codes: Iterable[np.ndarray], domain: Domain) -> "Dataset":
-        """Wrap already-validated code arrays (one per domain attribute) without copying through pandas."""
+        """A Dataset from code arrays, one per domain attribute in domain order; they pass through a
+        DataFrame and are validated like any other table."""
         arrays = [np.asarray(c) for c in codes]
         return cls(pd.DataFrame(dict(zip(domain.attrs, arrays))), domain)
 

@@ -9,6 +9,9 @@ per node. Conditional tables ``mu_c / mu_{S_c}`` are computed once per model and
 query; answers (read-only arrays) and the per-node messages of the contractions are cached, so
 a batch of queries never re-runs belief propagation and shares the work along common paths.
 Attributes in different components are independent: their tables are combined by outer product.
+A batch (`MarginalOracle.marginals`) first reads every subset that lies inside a node out of it
+through one shared plan, and answers the out-of-node subsets together by the anchor passes of
+`pgm.batch_queries`; only what those leave takes the per-query path.
 """
 
 from __future__ import annotations

@@ -95,11 +95,11 @@ def test_warm_start_resumes_or_restarts_the_step_size(random_model):
     meas = noisy_measurements(truth, CLIQUES, sigma=3.0, seed=1)
     first = estimate(DOM, meas, iters=40, momentum=0.0, step_growth=1.5)
     initial = 2.0 / (first.info["lipschitz"] * minimum_variance_total(meas))
-    assert first.info["stepsize"] > initial  # it grew
+    assert first.stepsize > initial  # it grew
     resumed = estimate(DOM, meas, iters=0, warm_start=first)
     restarted = estimate(DOM, meas, iters=0, warm_start=first, resume_stepsize=False)
-    assert resumed.info["stepsize"] == first.info["stepsize"]
-    assert restarted.info["stepsize"] == pytest.approx(initial, rel=1e-12)
+    assert resumed.stepsize == first.stepsize
+    assert restarted.stepsize == pytest.approx(initial, rel=1e-12)
 
 
 def test_warm_start_into_a_larger_clique_set_keeps_the_old_information(random_model):
@@ -218,7 +218,7 @@ def test_lipschitz_and_initial_step_follow_the_metadata_formula(random_model):
     model = estimate(DOM, meas, iters=0)
     # Both measurements land on clique (a, b) (6 cells): 1/4 * 6/6 + 1/1 * 6/2 = 3.25.
     assert model.info["lipschitz"] == pytest.approx(3.25, rel=1e-14)
-    assert model.info["stepsize"] == pytest.approx(2.0 / (3.25 * model.total), rel=1e-12)
+    assert model.stepsize == pytest.approx(2.0 / (3.25 * model.total), rel=1e-12)
     assert isinstance(model, pgm.Model)
 
 

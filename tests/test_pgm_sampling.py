@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from marginals.domain import Domain
+from marginals.randomness import InsecureRandom
 from pgm import Model, sample_rows
 from pgm.sampling import group_sample
 
@@ -122,9 +123,9 @@ def test_columns_in_domain_order_with_compact_dtypes(random_model):
 def test_bad_arguments_raise(random_model):
     model = random_model(DOM, CLIQUES, 9)
     with pytest.raises(TypeError):
-        model.synthetic_data(10)  # no rng
-    with pytest.raises(TypeError):
         sample_rows(model, 10, np.random.RandomState(0))
+    with pytest.raises(TypeError, match="RandomSource"):
+        model.synthetic_data(10, InsecureRandom(0, warn=False))  # published-noise sources are not samplers
     with pytest.raises(ValueError):
         model.synthetic_data(-1, np.random.default_rng(0))
 

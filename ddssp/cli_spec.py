@@ -114,7 +114,7 @@ def synth_raw(args: argparse.Namespace, out_path: Path, release_path: Path, note
         warnings.simplefilter("always", SpecInferenceWarning)
         release, synthetic = synthesize(
             raw, args.epsilon, args.delta, schema=args.schema, spec_share=spec_share, bins=args.bins, rows=args.rows,
-            numeric=args.decode, insecure_seed=args.insecure_seed, sample_seed=args.sample_seed,
+            numeric=args.numeric, insecure_seed=args.insecure_seed, sample_seed=args.sample_seed,
             max_model_size=args.max_model_size, max_cells=args.max_cells, progress=not args.quiet,
         )
     for w in caught:

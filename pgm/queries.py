@@ -22,7 +22,7 @@ import numpy as np
 
 from .batch_queries import anchored_marginals
 from .junction_tree import Clique, JunctionTree
-from .plans import MarginalPlan, reduce_axes
+from .plans import MarginalPlan, conditional, reduce_axes
 
 
 class MarginalOracle:
@@ -132,10 +132,7 @@ class MarginalOracle:
                 table = reduce_axes(np.sum, table, summed).reshape([self.domain[a] for a in attrs])
             if not top:  # divide by the separator marginal (0 where it has no mass)
                 sep = set(self.tree.separator(node))
-                axes = tuple(i for i, a in enumerate(attrs) if a not in sep)
-                denom = reduce_axes(np.sum, table, axes) if axes else table
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    table = np.where(denom > 0, table / denom, 0.0)
+                table = conditional(table, tuple(i for i, a in enumerate(attrs) if a not in sep))
             self._reductions[key] = table
         return self._reductions[key]
 

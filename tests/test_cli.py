@@ -90,6 +90,7 @@ def test_synth_workload_file(coded, tmp_path):
     assert sorted((tuple(c), w) for c, w in workload) == [(("age", "income"), 1.0), (("sector", "region"), 2.0)]
 
 
+@pytest.mark.slow
 def test_synth_runs_on_the_shipped_adult_without_the_shared_data(tmp_path):
     env = {**os.environ, "DP_MARGINALS_DATA": str(tmp_path / "absent"), "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(

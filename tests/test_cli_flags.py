@@ -71,7 +71,7 @@ def test_budget_and_target_flags_say_what_they_are(capsys):
 @pytest.mark.parametrize("argv", [["synth", "--decode", "uniform"], ["synth", "--decode"]])
 def test_the_old_synth_decode_names_its_new_spelling(capsys, argv):
     line = _error_line(capsys, argv)
-    assert "--decode was renamed" in line and "--numeric interval|uniform" in line
+    assert "--decode was renamed" in line and "--numeric uniform|midpoint|interval" in line
 
 
 def test_synth_numeric_uniform_decodes_into_values(raw):

@@ -61,7 +61,7 @@ def test_raw_csv_without_spec_or_domain(raw_csv, tmp_path, capsys):
 
 
 def test_spec_budget_flag_and_midpoints(raw_csv, tmp_path, capsys):
-    assert main(_synth(raw_csv, tmp_path, "--spec-budget", "0.2", "--decode", "midpoint", "--quiet", "--evaluate")) == 0
+    assert main(_synth(raw_csv, tmp_path, "--spec-budget", "0.2", "--numeric", "midpoint", "--quiet", "--evaluate")) == 0
     out = capsys.readouterr().out
     release = Release.load(tmp_path / "r.npz")
     assert release.config["spec_share"] == 0.2 and "workload error (NOT private" in out

@@ -111,6 +111,8 @@ def test_fit_and_predict_speak_the_labels_of_a_release_spec(tmp_path, capsys):
         warnings.simplefilter("ignore")
         release = AIM(4.0, 1e-6, insecure_seed=4, max_model_size=1.0).run(disc.transform(raw_rows(3000, 1)))
         release.with_spec(disc).save(tmp_path / "r.npz")
+    _fit(tmp_path / "r.npz", tmp_path, "--target", "label", "--model", "logistic", "--exclude", "size")
+    assert "colour=blue" in capsys.readouterr().out  # a release view keeps the labels
     coef = _fit(tmp_path / "r.npz", tmp_path, "--target", "label", "--model", "logistic", "--categorical", "colour")
     out = capsys.readouterr().out
     assert "colour=blue" in out and "positive class: label = yes" in out

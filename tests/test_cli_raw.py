@@ -152,3 +152,6 @@ def test_readme_python_lines_on_raw_adult(tmp_path, monkeypatch, capsys):
     assert isinstance(synthetic["workclass"].dtype, pd.CategoricalDtype) and "Private" in synthetic["workclass"].cat.categories
     assert synthetic["age"].dtype.kind == "i" and synthetic["age"].between(10, 100).all()
     assert synthetic["workclass"].isna().any()  # '?' rows: a missing level, decoded as NaN
+    names = list(scope["clf"].encoded_feature_names_)
+    assert "workclass=Private" in names and any(n.startswith("sex=") for n in names)
+    assert len(scope["clf"].coef_) == len(names) and scope["clf"].classes_.size == 2

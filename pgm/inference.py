@@ -8,19 +8,22 @@ axes each message sums out, and how each node belief projects back onto the pote
 - collect (leaves -> root): message = logsumexp of the child's belief over non-separator axes;
 - each root's belief is then complete: it is normalised to counts summing to ``total`` (per
   connected component) and exponentiated;
+- the collect pass leaves each non-root node holding exp(belief - shift) and the sums of that
+  over its separator states (the message is their log plus the shift);
 - distribute (root -> leaves): the parent already holds counts, so its separator marginal is a
-  plain sum; the child adds log(that marginal) minus the message it sent up (``-inf - -inf`` is
-  mapped to -inf: a separator state that is impossible in the child's subtree stays impossible)
-  and is exponentiated: every node ends with its exact, normalised counts.
+  plain sum; the child is multiplied by (that marginal / its own separator sums), i.e. its
+  conditional given the separator times the separator counts (0 where its sum is 0: a separator
+  state impossible in the child's subtree, whose count is 0 too). Every node ends with its
+  exact, normalised counts, after one exp per cell.
 
 Stable with -inf potentials (structural zeros) and potentials far outside exp's range: every
 log-space reduction is max-shifted (one shift for the whole table, redone per slice when a
-slice's shifted sum underflows), and the distribute sums run over counts (<= total).
+slice's shifted sum underflows), and the distribute sums run over counts (<= total). Sums over
+axes go through `plans.sum_out` (one einsum pass where numpy's axis sums are slow).
 """
 
 from __future__ import annotations
 
-import math
 from typing import Sequence
 
 import numpy as np
@@ -29,7 +32,7 @@ from marginals.domain import Domain
 
 from .factor import logsumexp
 from .junction_tree import Clique, JunctionTree
-from .plans import AdditionPlan, MarginalPlan, reduce_axes
+from .plans import AdditionPlan, MarginalPlan, reduce_axes, sum_out
 
 
 class TreeEngine:
@@ -56,29 +59,42 @@ class TreeEngine:
             children[parent].append(child)
         self._hosted = hosted
         self._children = children
-        # Potentials arrive in clique order; the plans work in node (domain) order.
-        self._to_node_order = []
-        for cl in self.cliques:
-            node_order = [a for a in domain.attrs if a in cl]
-            perm = tuple(cl.index(a) for a in node_order)
-            self._to_node_order.append(None if perm == tuple(range(len(cl))) else perm)
+        # Node tables live in a layout of their own: attributes by increasing size (ties: domain
+        # order), so the innermost axes are long and numpy's broadcasts and sums run long inner
+        # loops. Beliefs are handed out as views in node (domain) order.
+        rank = {a: k for k, a in enumerate(domain.attrs)}
+        self.layouts = [tuple(sorted(node, key=lambda a: (sizes[a], rank[a]))) for node in tree.nodes]
+        self._to_node = [_perm(lay, node) for lay, node in zip(self.layouts, tree.nodes)]
+        self._from_node = [_perm(node, lay) for lay, node in zip(self.layouts, tree.nodes)]
+        # Potentials arrive in clique order: a transposed view puts each in its node's layout.
+        self._to_layout = [_perm(cl, [a for a in self.layouts[h] if a in cl]) for cl, h in zip(self.cliques, self.home)]
+        # A child's separator in its parent's layout order (message axes), and the way back.
+        self._sep_order: dict[int, Clique] = {}
+        self._sep_axes: dict[int, list[int]] = {}  # message axes, as axes of the child's table
+        self._sep_back: dict[int, tuple[int, ...] | None] = {}  # parent's separator order -> child's
+        self._sep_there: dict[int, tuple[int, ...] | None] = {}  # and back
+        self._down_shape: dict[int, list[int]] = {}
+        for c, parent in tree.collect:
+            sep = set(tree.separator(c))
+            order = tuple(a for a in self.layouts[parent] if a in sep)
+            own = [a for a in self.layouts[c] if a in sep]
+            self._sep_order[c] = order
+            self._sep_axes[c] = [self.layouts[c].index(a) for a in order]
+            self._sep_back[c] = _perm(order, own)
+            self._sep_there[c] = _perm(own, order)
+            self._down_shape[c] = [sizes[a] if a in sep else 1 for a in self.layouts[c]]
         self._add_plans, self._marg_plans, self._up_axes = [], [], []
-        for i, node in enumerate(tree.nodes):
-            items = [tuple(a for a in node if a in self.cliques[k]) for k in hosted[i]]
-            items += [tree.separator(c) for c in children[i]]
-            self._add_plans.append(AdditionPlan(node, sizes, items))
-            targets = [self.cliques[k] for k in hosted[i]] + [tree.separator(c) for c in children[i]]
-            self._marg_plans.append(MarginalPlan(node, sizes, targets))
+        for i, layout in enumerate(self.layouts):
+            items = [tuple(a for a in layout if a in self.cliques[k]) for k in hosted[i]]
+            items += [self._sep_order[c] for c in children[i]]
+            self._add_plans.append(AdditionPlan(layout, sizes, items))
+            targets = [self.cliques[k] for k in hosted[i]] + [self._sep_order[c] for c in children[i]]
+            self._marg_plans.append(MarginalPlan(layout, sizes, targets))
             sep = set(tree.separator(i))
-            self._up_axes.append(tuple(j for j, a in enumerate(node) if a not in sep))
-        self._down_shape = {
-            c: [domain[a] if a in set(tree.separator(c)) else 1 for a in tree.nodes[c]]
-            for c, _ in tree.collect
-        }
+            self._up_axes.append(tuple(j for j, a in enumerate(layout) if a not in sep))
         # Post-order over every node (children before parents, each root after its tree).
         self._collect_order = [child for child, _ in tree.collect] + list(tree.roots)
         self._slots: dict[int, list[np.ndarray]] = {}
-        self._scratch_flat: np.ndarray | None = None
         self._distribute_order = list(reversed(self._collect_order))
 
     def calibrate(self, log_potentials: Sequence[np.ndarray], total: float) -> list[np.ndarray]:
@@ -104,26 +120,19 @@ class TreeEngine:
             self._slots[slot] = [np.empty(p.shape) for p in self._add_plans]
         return self._slots[slot]
 
-    def _scratch(self, shape: tuple[int, ...]) -> np.ndarray:
-        size = math.prod(shape)
-        if self._scratch_flat is None or self._scratch_flat.size < size:
-            self._scratch_flat = np.empty(max(size, max(math.prod(p.shape) for p in self._add_plans)))
-        return self._scratch_flat[:size].reshape(shape)
-
     def _calibrate(self, log_potentials, total, slot):
         tree = self.tree
         buffers = self._buffers(slot)
-        in_node_order = [
-            v if perm is None else v.transpose(perm) for v, perm in zip(log_potentials, self._to_node_order)
-        ]
+        in_layout = [v if perm is None else v.transpose(perm) for v, perm in zip(log_potentials, self._to_layout)]
         beliefs: list[np.ndarray | None] = [None] * len(tree.nodes)
         up: dict[int, np.ndarray] = {}
+        sums: dict[int, np.ndarray] = {}
         for i in self._collect_order:
-            tables = [in_node_order[k] for k in self._hosted[i]] + [up[c] for c in self._children[i]]
+            tables = [in_layout[k] for k in self._hosted[i]] + [up[c] for c in self._children[i]]
             belief = self._add_plans[i].run(tables, out=buffers[i])
             beliefs[i] = belief
             if tree.parent[i] is not None:
-                up[i] = _lse(belief, self._up_axes[i], self._scratch(belief.shape))
+                up[i], sums[i] = self._collect(i, tables, belief)
             else:  # a root's belief is complete: turn it into counts summing to total
                 peak = belief.max()
                 if not np.isfinite(peak):
@@ -134,27 +143,56 @@ class TreeEngine:
         marginals: list[np.ndarray | None] = [None] * len(self.cliques)
         for i in self._distribute_order:
             # Node i holds final counts: read out its potentials' marginals and, for each child,
-            # the separator counts; the HUGIN update child += log(separator counts) - (what the
-            # child sent up) leaves the child with its counts after one exp.
+            # the separator counts. The child holds exp(belief - shift) with separator sums
+            # `sums`: times (separator counts / sums) it holds its counts (0 where the sum is 0,
+            # a separator state impossible in the child's subtree, where the counts are 0 too).
             outs = self._marg_plans[i].run(beliefs[i])
             hosted = self._hosted[i]
             for k, table in zip(hosted, outs):
                 marginals[k] = table
             for c, sep_counts in zip(self._children[i], outs[len(hosted) :]):
-                msg = np.log(sep_counts)
-                msg -= up[c]
-                msg[np.isnan(msg)] = -np.inf  # -inf - -inf: impossible in the child's subtree
-                b = beliefs[c]
-                b += msg.reshape(self._down_shape[c])
-                np.exp(b, out=b)
-        return beliefs, marginals
+                factor = np.divide(sep_counts, sums[c])
+                factor[sums[c] == 0] = 0.0
+                if self._sep_back[c] is not None:
+                    factor = factor.transpose(self._sep_back[c])
+                beliefs[c] *= factor.reshape(self._down_shape[c])
+        return [b if p is None else b.transpose(p) for b, p in zip(beliefs, self._to_node)], marginals
+
+    def _collect(self, i: int, tables: list[np.ndarray], belief: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Turn node ``i``'s log-belief into exp(belief - shift) in place; (its log message to the
+        parent, the separator sums of the exponentials).
+
+        One global max shift serves every separator slice; when a slice's shifted sum underflows
+        (or the table has -inf entries enough to empty a slice) the log table is rebuilt and
+        shifted by each slice's own max instead.
+        """
+        axes = self._up_axes[i]
+        if not axes:
+            raise ValueError(f"junction-tree node {i} lies inside its parent: the tree's nodes must be maximal cliques")
+        peak = float(belief.max())
+        if np.isfinite(peak):
+            belief -= peak
+            np.exp(belief, out=belief)
+            sums = sum_out(belief, axes, self._sep_axes[i])
+            if sums.min() >= _UNDERFLOW:
+                return np.log(sums) + peak, sums
+            belief = self._add_plans[i].run(tables, out=belief)
+        shift = reduce_axes(np.max, belief, axes)
+        np.maximum(shift, -1e300, out=shift)  # an all -inf slice: exp(-inf) = 0, log 0 = -inf
+        belief -= shift
+        np.exp(belief, out=belief)
+        sums = sum_out(belief, axes, self._sep_axes[i])
+        shift = shift.reshape([belief.shape[j] for j in sorted(self._sep_axes[i])])  # the child's order
+        there = self._sep_there[i]
+        return np.log(sums) + (shift if there is None else shift.transpose(there)), sums
 
     def clique_marginals(self, beliefs: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Marginals of the potential cliques (axes in each clique's order) from calibrated beliefs."""
         out: list[np.ndarray | None] = [None] * len(self.cliques)
         for i, hosted in enumerate(self._hosted):
             if hosted:
-                for k, table in zip(hosted, self._marg_plans[i].run(beliefs[i])):
+                node = beliefs[i] if self._from_node[i] is None else beliefs[i].transpose(self._from_node[i])
+                for k, table in zip(hosted, self._marg_plans[i].run(node)):
                     out[k] = table
         return out
 
@@ -163,32 +201,10 @@ class TreeEngine:
 _UNDERFLOW = 1e-290
 
 
-def _lse(values: np.ndarray, axes: tuple[int, ...], scratch: np.ndarray | None = None) -> np.ndarray:
-    """logsumexp over ``axes`` for the hot loop (caller silences divide warnings); all -inf -> -inf.
-
-    One global max shift serves every slice; a slice whose shifted sum underflows (or a table with
-    -inf entries, which yields zero sums) is recomputed with a max shift per slice. ``scratch``
-    (same shape as ``values``) receives the shifted exponentials instead of a new array.
-    """
-    if not axes:
-        return values.copy()
-    keep = [n for i, n in enumerate(values.shape) if i not in axes]
-    peak = float(values.max())
-    if np.isfinite(peak):
-        shifted = np.subtract(values, peak, out=scratch)
-        np.exp(shifted, out=shifted)
-        sums = reduce_axes(np.sum, shifted, axes)
-        if sums.min() >= _UNDERFLOW:
-            out = np.log(sums)
-            out += peak
-            return out.reshape(keep)
-    slice_peak = reduce_axes(np.max, values, axes)
-    np.maximum(slice_peak, -1e300, out=slice_peak)  # an all -inf slice: exp(-inf) = 0, log 0 = -inf
-    shifted = np.subtract(values, slice_peak, out=scratch)
-    np.exp(shifted, out=shifted)
-    out = np.log(reduce_axes(np.sum, shifted, axes))
-    out += slice_peak
-    return out.reshape(keep)
+def _perm(source: Sequence[str], target: Sequence[str]) -> tuple[int, ...] | None:
+    """The axis permutation taking a table over ``source`` to ``target`` order (None: identity)."""
+    perm = tuple(list(source).index(a) for a in target)
+    return None if perm == tuple(range(len(perm))) else perm
 
 
 def brute_force_joint(domain: Domain, cliques: Sequence[Sequence[str]], log_potentials: Sequence[np.ndarray], total: float) -> np.ndarray:

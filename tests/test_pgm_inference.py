@@ -217,3 +217,24 @@ def test_returned_marginals_cannot_corrupt_the_cache(random_model):
     copy = model.project(("c", "e")).copy()
     copy.values[...] = 0.0
     assert model.project(("c", "e")).values.sum() == pytest.approx(model.total)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("scale", [1.5, 400.0])  # 400: slices underflow and take the per-slice shift
+def test_node_layouts_unlike_domain_order_give_brute_force_beliefs(seed, scale, random_model):
+    # Decreasing domain sizes: every node's internal layout (by increasing size) reverses its
+    # domain order, and parent and child order their separators differently.
+    rng = np.random.default_rng(70 + seed)
+    dom = Domain(tuple("abcdef"), (6, 5, 4, 3, 2, 2))
+    cliques = [("a", "b", "c"), ("b", "c", "d"), ("c", "d", "e"), ("a", "f"), ("e", "f")]
+    model = random_model(dom, cliques, rng, total=1000.0, scale=scale, zeros=0.1 if seed % 2 else 0.0)
+    potentials = log_potentials(model)
+    tree = build_junction_tree(dom, cliques)
+    engine = TreeEngine(tree, cliques)
+    joint = brute_force_joint(dom, cliques, potentials, 1000.0)
+    for slot in (None, 0, 0):  # the slot's buffers are reused on the second call
+        beliefs, mu = engine.calibrate_marginals(potentials, 1000.0, slot=slot)
+        for node, belief in zip(tree.nodes, beliefs):
+            np.testing.assert_allclose(belief, bf_marginal(joint, dom, node), rtol=0, atol=TOL * 1000)
+        for clique, table in zip(cliques, mu):
+            np.testing.assert_allclose(table, bf_marginal(joint, dom, clique), rtol=0, atol=TOL * 1000)

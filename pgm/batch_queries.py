@@ -27,10 +27,14 @@ from typing import Sequence
 
 import numpy as np
 
+from .contract import contract
 from .junction_tree import Clique, JunctionTree
-from .plans import conditional, reduce_axes
+from .plans import conditional, sum_out
 
 Answers = dict[frozenset[str], tuple[Clique, np.ndarray]]
+
+#: contractions whose two tables hold more cells (product of sizes) than this go through `pgm.contract`.
+BLAS_CELLS = 1 << 22
 
 
 def anchored_marginals(tree: JunctionTree, beliefs: Sequence[np.ndarray], queries: Sequence[frozenset[str]]) -> Answers:
@@ -68,8 +72,7 @@ class _Batch:
         if key not in self._conditionals:
             attrs = self.tree.nodes[node]
             summed = tuple(i for i, v in enumerate(attrs) if v not in wanted)
-            table = reduce_axes(np.sum, self.beliefs[node], summed) if summed else self.beliefs[node]
-            table = table.reshape([self.sizes[v] for v in wanted])
+            table = sum_out(self.beliefs[node], summed)  # the belief itself when nothing is summed
             if entry:
                 table = conditional(table, tuple(i for i, v in enumerate(wanted) if v not in entry))
             self._conditionals[key] = table
@@ -167,7 +170,6 @@ class _Batch:
             index = {v: k for k, v in enumerate(wanted)}
             return out, np.einsum(table, list(range(len(wanted))), [index[v] for v in out])
         index = {v: k for k, v in enumerate(dict.fromkeys(labels + wanted))}
-        big = message.size * table.size > 1 << 22
-        result = np.einsum(message, [index[v] for v in labels], table, [index[v] for v in wanted],
-                           [index[v] for v in out], optimize=big)
-        return out, result
+        operands = (message, [index[v] for v in labels], table, [index[v] for v in wanted], [index[v] for v in out])
+        # Large contractions as one batched matmul (pgm.contract); small ones stay one einsum call.
+        return out, contract(*operands) if message.size * table.size > BLAS_CELLS else np.einsum(*operands)

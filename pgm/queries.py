@@ -20,9 +20,11 @@ from typing import Sequence
 
 import numpy as np
 
+from . import batch_queries
 from .batch_queries import anchored_marginals
+from .contract import contract
 from .junction_tree import Clique, JunctionTree
-from .plans import MarginalPlan, conditional, reduce_axes
+from .plans import MarginalPlan, conditional, sum_out
 
 
 class MarginalOracle:
@@ -99,8 +101,8 @@ class MarginalOracle:
         if home is not None:
             node = self.tree.nodes[home]
             summed = tuple(i for i, a in enumerate(node) if a not in attrs)
-            table = reduce_axes(np.sum, self.beliefs[home], summed) if summed else self.beliefs[home].copy()
-            return tuple(a for a in node if a in attrs), table.reshape([self.domain[a] for a in node if a in attrs])
+            table = sum_out(self.beliefs[home], summed) if summed else self.beliefs[home].copy()
+            return tuple(a for a in node if a in attrs), table
         by_component: dict[int, set[str]] = {}
         for a in attrs:
             by_component.setdefault(self._component[self._attr_nodes[a][0]], set()).add(a)
@@ -129,7 +131,7 @@ class MarginalOracle:
             summed = tuple(i for i, a in enumerate(self.tree.nodes[node]) if a not in attrs)
             table = self.beliefs[node]
             if summed:
-                table = reduce_axes(np.sum, table, summed).reshape([self.domain[a] for a in attrs])
+                table = sum_out(table, summed)
             if not top:  # divide by the separator marginal (0 where it has no mass)
                 sep = set(self.tree.separator(node))
                 table = conditional(table, tuple(i for i, a in enumerate(attrs) if a not in sep))
@@ -245,9 +247,10 @@ def _einsum(operands: list, output: list[int]) -> np.ndarray:
             acc, acc_sub = np.einsum(acc, acc_sub, kept), kept
         needed_after = set(out).union(*subs[k + 1 :])
         keep = [lab for lab in dict.fromkeys(acc_sub + subs[k]) if lab in needed_after]
-        # Large contractions go through tensordot/BLAS (einsum's optimize); small ones skip the path search.
-        big = acc.size * tables[k].size > 1 << 22
-        acc, acc_sub = np.einsum(acc, acc_sub, tables[k], subs[k], keep, optimize=big), keep
+        if acc.size * tables[k].size > batch_queries.BLAS_CELLS:  # large: one batched matmul (pgm.contract)
+            acc, acc_sub = contract(acc, acc_sub, tables[k], subs[k], keep), keep
+        else:
+            acc, acc_sub = np.einsum(acc, acc_sub, tables[k], subs[k], keep), keep
     if acc_sub == out and len(tables) > 1:
         return acc  # already a fresh array in the requested axis order
     return np.einsum(acc, acc_sub, out)

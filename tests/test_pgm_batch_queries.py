@@ -91,3 +91,22 @@ def test_triples_with_no_two_attributes_in_one_node_are_served_by_pick_up_passes
     assert set(answers) <= set(spread)
     for q, (order, table) in answers.items():
         np.testing.assert_allclose(table, _per_query(model, order), rtol=1e-10, atol=1e-10 * model.total)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_blas_contractions_give_the_einsum_answers(seed, random_model, monkeypatch):
+    # Every contraction through pgm.contract (the path large models take): same answers as brute force.
+    import pgm.batch_queries
+
+    monkeypatch.setattr(pgm.batch_queries, "BLAS_CELLS", 0)
+    rng = np.random.default_rng(500 + seed)
+    model = random_structured_model(random_model, rng, int(rng.integers(5, 9)), int(rng.integers(3, 9)), zeros=seed % 3 == 0)
+    dom = model.domain
+    queries = list(itertools.combinations(dom.attrs, 2)) + list(itertools.combinations(dom.attrs, 3))
+    joint = brute_force_joint(dom, model.cliques, [f.values for f in model.potentials.values()], model.total)
+    for q, table in zip(queries, model.marginals(queries)):
+        axes = tuple(i for i, a in enumerate(dom.attrs) if a not in q)
+        order = [a for a in dom.attrs if a in q]
+        truth = np.transpose(joint.sum(axis=axes), [order.index(a) for a in q])
+        np.testing.assert_allclose(table, truth, rtol=1e-9, atol=1e-10 * model.total)
+        np.testing.assert_allclose(table, _per_query(model, q), rtol=1e-10, atol=1e-10 * model.total)

@@ -129,17 +129,15 @@ class TreeEngine:
         sums: dict[int, np.ndarray] = {}
         for i in self._collect_order:
             tables = [in_layout[k] for k in self._hosted[i]] + [up[c] for c in self._children[i]]
-            belief = self._add_plans[i].run(tables, out=buffers[i])
-            beliefs[i] = belief
+            # The sum of the summands' maxima bounds the node's log-table from above: shifting by
+            # it while adding saves the passes that find and subtract the table's own max.
+            bound = sum(float(t.max()) for t in tables)
+            bound = bound if np.isfinite(bound) else None
+            beliefs[i] = self._add_plans[i].run(tables, out=buffers[i], shift=bound or 0.0)
             if tree.parent[i] is not None:
-                up[i], sums[i] = self._collect(i, tables, belief)
+                up[i], sums[i] = self._collect(i, tables, beliefs[i], bound)
             else:  # a root's belief is complete: turn it into counts summing to total
-                peak = belief.max()
-                if not np.isfinite(peak):
-                    raise FloatingPointError("the model assigns zero probability to every state")
-                belief -= peak
-                np.exp(belief, out=belief)
-                belief *= total / belief.sum()
+                self._normalise(i, tables, beliefs[i], bound, total)
         marginals: list[np.ndarray | None] = [None] * len(self.cliques)
         for i in self._distribute_order:
             # Node i holds final counts: read out its potentials' marginals and, for each child,
@@ -158,25 +156,29 @@ class TreeEngine:
                 beliefs[c] *= factor.reshape(self._down_shape[c])
         return [b if p is None else b.transpose(p) for b, p in zip(beliefs, self._to_node)], marginals
 
-    def _collect(self, i: int, tables: list[np.ndarray], belief: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Turn node ``i``'s log-belief into exp(belief - shift) in place; (its log message to the
-        parent, the separator sums of the exponentials).
+    def _collect(self, i: int, tables: list[np.ndarray], belief: np.ndarray, bound: float | None) -> tuple[np.ndarray, np.ndarray]:
+        """Turn node ``i``'s log-belief (already minus ``bound`` when that is not None) into
+        exp(belief - shift) in place; (its log message to the parent, the separator sums of the
+        exponentials).
 
-        One global max shift serves every separator slice; when a slice's shifted sum underflows
-        (or the table has -inf entries enough to empty a slice) the log table is rebuilt and
-        shifted by each slice's own max instead.
+        One global shift (``bound``, else the table's max) serves every separator slice; when a
+        slice's shifted sum underflows (or -inf entries empty a slice) the log table is rebuilt
+        and shifted by each slice's own max instead.
         """
         axes = self._up_axes[i]
         if not axes:
             raise ValueError(f"junction-tree node {i} lies inside its parent: the tree's nodes must be maximal cliques")
-        peak = float(belief.max())
-        if np.isfinite(peak):
-            belief -= peak
+        if bound is None:
+            peak = float(belief.max())
+            if np.isfinite(peak):
+                belief -= peak
+                bound = peak
+        if bound is not None:
             np.exp(belief, out=belief)
             sums = sum_out(belief, axes, self._sep_axes[i])
             if sums.min() >= _UNDERFLOW:
-                return np.log(sums) + peak, sums
-            belief = self._add_plans[i].run(tables, out=belief)
+                return np.log(sums) + bound, sums
+        belief = self._add_plans[i].run(tables, out=belief)
         shift = reduce_axes(np.max, belief, axes)
         np.maximum(shift, -1e300, out=shift)  # an all -inf slice: exp(-inf) = 0, log 0 = -inf
         belief -= shift
@@ -185,6 +187,23 @@ class TreeEngine:
         shift = shift.reshape([belief.shape[j] for j in sorted(self._sep_axes[i])])  # the child's order
         there = self._sep_there[i]
         return np.log(sums) + (shift if there is None else shift.transpose(there)), sums
+
+    def _normalise(self, i: int, tables: list[np.ndarray], belief: np.ndarray, bound: float | None, total: float) -> None:
+        """Turn root ``i``'s log-belief (minus ``bound`` unless None) into counts summing to ``total``,
+        in place; with the table's own max instead when the bound is too loose for full precision."""
+        if bound is not None:
+            np.exp(belief, out=belief)
+            mass = float(belief.sum())
+            if mass >= _ROOT_MASS:
+                belief *= total / mass
+                return
+            self._add_plans[i].run(tables, out=belief)
+        peak = belief.max()
+        if not np.isfinite(peak):
+            raise FloatingPointError("the model assigns zero probability to every state")
+        belief -= peak
+        np.exp(belief, out=belief)
+        belief *= total / belief.sum()
 
     def clique_marginals(self, beliefs: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Marginals of the potential cliques (axes in each clique's order) from calibrated beliefs."""
@@ -199,6 +218,8 @@ class TreeEngine:
 
 #: a slice whose shifted sum falls below this has lost precision to underflow: redo it exactly.
 _UNDERFLOW = 1e-290
+#: a root whose exponentials (shifted by the summands' bound) sum to less than this is redone with its max.
+_ROOT_MASS = 1e-100
 
 
 def _perm(source: Sequence[str], target: Sequence[str]) -> tuple[int, ...] | None:

@@ -98,8 +98,9 @@ class AdditionPlan:
         self.final = [(k, _bshape(sizes, node, live[k])) for k in sorted(live)]
         self.n_items = len(items)
 
-    def run(self, tables: Sequence[np.ndarray], out: np.ndarray | None = None) -> np.ndarray:
-        """The node table: the sum of ``tables`` (in the plan's item order) broadcast onto the node.
+    def run(self, tables: Sequence[np.ndarray], out: np.ndarray | None = None, shift: float = 0.0) -> np.ndarray:
+        """The node table: the sum of ``tables`` (in the plan's item order) broadcast onto the node,
+        minus ``shift`` (taken off the smallest summand, not the node table).
 
         ``out`` (node-shaped, contents ignored) is filled instead of allocating a new table:
         on large nodes a fresh allocation costs more than the arithmetic (first-touch faults).
@@ -110,16 +111,20 @@ class AdditionPlan:
         if out is None:
             out = np.empty(self.shape)
         if not self.final:
-            out.fill(0.0)
+            out.fill(-shift)
             return out
-        (k0, s0), *rest = self.final
+        final = [(work[k].reshape(s), s) for k, s in self.final]
+        if shift:
+            smallest = min(range(len(final)), key=lambda n: (math.prod(final[n][1]), n))
+            final[smallest] = (final[smallest][0] - shift, final[smallest][1])
+        (t0, _), *rest = final
         if not rest:
-            out[...] = work[k0].reshape(s0)
+            out[...] = t0
             return out
-        (k1, s1), *rest = rest
-        np.add(work[k0].reshape(s0), work[k1].reshape(s1), out=out)
-        for k, s in rest:
-            out += work[k].reshape(s)
+        (t1, _), *rest = rest
+        np.add(t0, t1, out=out)
+        for t, _ in rest:
+            out += t
         return out
 
 

@@ -238,3 +238,23 @@ def test_node_layouts_unlike_domain_order_give_brute_force_beliefs(seed, scale, 
             np.testing.assert_allclose(belief, bf_marginal(joint, dom, node), rtol=0, atol=TOL * 1000)
         for clique, table in zip(cliques, mu):
             np.testing.assert_allclose(table, bf_marginal(joint, dom, clique), rtol=0, atol=TOL * 1000)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_potentials_that_disagree_by_far_more_than_exp_range_stay_exact(seed, random_model):
+    # In the root (a, b, c) and in the leaf (d, e), one summand is huge where another is hugely
+    # negative: the sum of the summands' maxima overshoots the log-table's max by ~1000, so the
+    # bound shift underflows and both the root and the leaf must fall back to exact shifts.
+    rng = np.random.default_rng(90 + seed)
+    dom = Domain(tuple("abcde"), (3, 4, 2, 3, 2))
+    cliques = [("a", "b"), ("b", "c"), ("a", "c"), ("c", "d"), ("d", "e"), ("e",)]
+    model = random_model(dom, cliques, rng, total=100.0)
+    potentials = [p.copy() for p in log_potentials(model)]
+    potentials[0][0, 1:] += 1000.0
+    potentials[1][0, :] += 1000.0  # (a, b) peaks where b > 0, (b, c) where b = 0: no cell gets both
+    potentials[4][:, 0] += 1000.0
+    potentials[5][0] -= 1000.0
+    model = Model(dom, cliques, potentials, 100.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_against_brute_force(model, potentials, rng)

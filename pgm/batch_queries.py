@@ -22,6 +22,7 @@ split are left to the caller (the per-query path of `MarginalOracle`).
 from __future__ import annotations
 
 import itertools
+import math
 from collections import deque
 from typing import Sequence
 
@@ -33,8 +34,8 @@ from .plans import conditional, sum_out
 
 Answers = dict[frozenset[str], tuple[Clique, np.ndarray]]
 
-#: contractions whose two tables hold more cells (product of sizes) than this go through `pgm.contract`.
-BLAS_CELLS = 1 << 22
+#: contractions over a joint label space of more cells than this go through `pgm.contract`.
+BLAS_CELLS = 1 << 18
 
 
 def anchored_marginals(tree: JunctionTree, beliefs: Sequence[np.ndarray], queries: Sequence[frozenset[str]]) -> Answers:
@@ -171,5 +172,7 @@ class _Batch:
             return out, np.einsum(table, list(range(len(wanted))), [index[v] for v in out])
         index = {v: k for k, v in enumerate(dict.fromkeys(labels + wanted))}
         operands = (message, [index[v] for v in labels], table, [index[v] for v in wanted], [index[v] for v in out])
-        # Large contractions as one batched matmul (pgm.contract); small ones stay one einsum call.
-        return out, contract(*operands) if message.size * table.size > BLAS_CELLS else np.einsum(*operands)
+        # Large contractions (cells of the joint label space) as one batched matmul (pgm.contract);
+        # small ones stay one einsum call (less overhead).
+        space = math.prod(self.sizes[v] for v in index)
+        return out, contract(*operands) if space > BLAS_CELLS else np.einsum(*operands)

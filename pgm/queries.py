@@ -10,18 +10,20 @@ query; answers (read-only arrays) and the per-node messages of the contractions 
 a batch of queries never re-runs belief propagation and shares the work along common paths.
 Attributes in different components are independent: their tables are combined by outer product.
 A batch (`MarginalOracle.marginals`) first reads every subset that lies inside a node out of it
-through one shared plan, and answers the out-of-node subsets together by the anchor passes of
-`pgm.batch_queries`; only what those leave takes the per-query path.
+through one shared plan, and answers the out-of-node subsets of one component together by
+splitting them at cheap separators (`pgm.split_queries`); only queries spanning several
+components take the per-query path (per component, then an outer product).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import numpy as np
 
 from . import batch_queries
-from .batch_queries import anchored_marginals
+from .split_queries import split_marginals
 from .contract import contract
 from .junction_tree import Clique, JunctionTree
 from .plans import MarginalPlan, conditional, sum_out
@@ -80,11 +82,13 @@ class MarginalOracle:
                 table = np.array(table)  # own copy (the plan may hand back the node table itself)
                 table.flags.writeable = False
                 self._cache[attrs] = order, table
-        # Out-of-node subsets: one anchor pass per attribute serves many at once (pgm.batch_queries);
-        # whatever it leaves goes through the per-query path below.
+        # Out-of-node subsets of one component: split at cheap separators, sharing the parts
+        # (pgm.split_queries); the others (several components) go through the per-query path below.
         outside = [a for a in dict.fromkeys(frozenset(w) for w in wanted) if len(a) > 1 and a not in self._cache]
+        outside = [a for a in outside if len({self._component[self._attr_nodes[x][0]] for x in a}) == 1]
         if len(outside) > 1:
-            for attrs, (order, table) in anchored_marginals(self.tree, self.beliefs, outside).items():
+            budget = sum(b.size for b in self.beliefs)  # cells of the parts held for reuse
+            for attrs, (order, table) in split_marginals(self, outside, budget).items():
                 table.flags.writeable = False
                 self._cache[attrs] = order, table
         return [self.marginal(w) for w in wanted]
@@ -239,6 +243,7 @@ def _einsum(operands: list, output: list[int]) -> np.ndarray:
     if len(mapping) > 52:
         raise ValueError("a marginal query touches more than 52 attributes in one contraction")
     out = [mapping[lab] for lab in output]
+    sizes = {lab: n for table, sub in zip(tables, subs) for lab, n in zip(sub, table.shape)}
     acc, acc_sub = tables[0], subs[0]
     for k in range(1, len(tables)):
         needed = set(out).union(*subs[k:])
@@ -247,7 +252,7 @@ def _einsum(operands: list, output: list[int]) -> np.ndarray:
             acc, acc_sub = np.einsum(acc, acc_sub, kept), kept
         needed_after = set(out).union(*subs[k + 1 :])
         keep = [lab for lab in dict.fromkeys(acc_sub + subs[k]) if lab in needed_after]
-        if acc.size * tables[k].size > batch_queries.BLAS_CELLS:  # large: one batched matmul (pgm.contract)
+        if math.prod(sizes[lab] for lab in set(acc_sub) | set(subs[k])) > batch_queries.BLAS_CELLS:  # large: pgm.contract
             acc, acc_sub = contract(acc, acc_sub, tables[k], subs[k], keep), keep
         else:
             acc, acc_sub = np.einsum(acc, acc_sub, tables[k], subs[k], keep), keep

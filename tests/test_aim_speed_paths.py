@@ -1,4 +1,4 @@
-"""The fast size filter and batched scoring change no seeded AIM run: same rounds, cliques, scales.
+"""The fast size filter and batched scoring (split queries) change no seeded AIM run: same rounds, cliques, scales.
 
 Each run is repeated with the reference paths (the full re-triangulation filter of
 `test_aim_size_filter.reference_filter`, and per-query marginals only) and compared round by round.
@@ -26,7 +26,7 @@ def _run(data, reference: bool, **kwargs):
     mp = pytest.MonkeyPatch()
     if reference:
         mp.setattr(mech.AIM, "_filter", staticmethod(reference_filter))
-        mp.setattr(pgm.queries, "anchored_marginals", lambda *args, **kw: {})
+        mp.setattr(pgm.queries, "split_marginals", lambda *args, **kw: {})
     try:
         return AIM(**kwargs).run(data)
     finally:

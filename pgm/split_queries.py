@@ -1,0 +1,109 @@
+"""Out-of-node marginals by splitting at the cheapest separator, never carrying an attribute
+through a large node.
+
+Cutting a junction-tree edge with separator S splits the tree in two sides; the attributes of a
+query q outside S fall on one side or the other (running intersection), q_D and q_U, and given S
+the two sides are independent:
+
+    mu(q) = sum over S - q of  mu(q_D + S) * mu(q_U + S) / mu(S)
+
+Among the edges of a connected set of nodes covering q that leave attributes of q on both
+sides, the one with the fewest cells in q + S is cut. Each part is answered the same way with
+its side of the cover (which has fewer nodes, so the recursion ends), down to parts inside one
+node, read from its belief without a copy. Parts are memoised for the whole batch (within a cell
+budget), so queries that share an attribute and a separator share the work; the contraction of
+the two parts is one batched matrix product above `batch_queries.BLAS_CELLS` cells.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from . import batch_queries
+from .contract import contract
+from .junction_tree import Clique
+from .plans import conditional, sum_out
+
+Answers = dict[frozenset[str], tuple[Clique, np.ndarray]]
+
+
+def split_marginals(oracle, queries: Sequence[frozenset[str]], budget_cells: int) -> Answers:
+    """(axis order, counts) of each query (one component each, inside no node) from a `MarginalOracle`;
+    intermediate parts held for reuse come to at most ``budget_cells`` cells."""
+    splitter = _Splitter(oracle, budget_cells)
+    return {q: splitter.answer(q, frozenset(oracle._cover(q))) for q in queries}
+
+
+class _Splitter:
+    def __init__(self, oracle, budget_cells: int) -> None:
+        self.oracle = oracle
+        self.tree = oracle.tree
+        self.sizes = dict(zip(oracle.domain.attrs, oracle.domain.shape))
+        self.rank = {a: k for k, a in enumerate(oracle.domain.attrs)}
+        self.budget = budget_cells
+        self.memo: Answers = {}
+
+    def order(self, attrs) -> Clique:
+        return tuple(sorted(attrs, key=self.rank.__getitem__))
+
+    def answer(self, q: frozenset[str], cover: frozenset[int]) -> tuple[Clique, np.ndarray]:
+        """mu(q) with axes in domain order; ``cover`` is a connected set of nodes covering q."""
+        if q in self.memo:
+            return self.memo[q]
+        home = self.oracle._home(q)
+        if home is not None:  # inside a node: a sum of its belief (the belief itself: no copy)
+            node = self.tree.nodes[home]
+            table = sum_out(self.oracle.beliefs[home], [i for i, a in enumerate(node) if a not in q])
+            return self._keep(q, self.order(q), table, table is not self.oracle.beliefs[home])
+        child, below = self.cut(q, cover)
+        sep = frozenset(self.tree.separator(child))
+        below_attrs = frozenset().union(*(self.tree.nodes[n] for n in below))
+        q_down = frozenset(a for a in q - sep if a in below_attrs)
+        down_order, down = self.answer(q_down | sep, below)
+        up_order, up = self.answer((q - sep - q_down) | sep, cover - below)
+        # mu(q_U + S) / mu(S): the conditional of the up part given the separator
+        up = conditional(up, [i for i, a in enumerate(up_order) if a not in sep])
+        out = self.order(q)
+        operands = (down, list(down_order), up, list(up_order), list(out))
+        space = math.prod(self.sizes[a] for a in q | sep)
+        table = contract(*operands) if space > batch_queries.BLAS_CELLS else self._einsum(*operands)
+        return self._keep(q, out, table, True)
+
+    def _keep(self, q: frozenset[str], order: Clique, table: np.ndarray, new: bool) -> tuple[Clique, np.ndarray]:
+        """Memoise a part (a new table only while the cell budget lasts)."""
+        if not new or table.size <= self.budget:
+            self.budget -= table.size if new else 0
+            self.memo[q] = order, table
+        return order, table
+
+    def cut(self, q: frozenset[str], cover: frozenset[int]) -> tuple[int, frozenset[int]]:
+        """The cover edge to cut (given by its lower node) and the cover nodes below it."""
+        depth = self.oracle._depth
+        best = None
+        for child in sorted(cover):
+            parent = self.tree.parent[child]
+            if parent is None or parent not in cover:
+                continue
+            below = frozenset(n for n in cover if self._descends(n, child, depth))
+            sep = set(self.tree.separator(child))
+            sides = {any(a in self.tree.nodes[n] for n in below) for a in q - sep}
+            if len(sides) < 2:
+                continue  # q's attributes outside the separator all lie on one side
+            cost = math.prod(self.sizes[a] for a in q | sep)
+            if best is None or cost < best[0]:
+                best = cost, child, below
+        if best is None:
+            raise AssertionError(f"no separator splits {sorted(q)}: it should lie inside one node")
+        return best[1], best[2]
+
+    def _descends(self, node: int, ancestor: int, depth: list[int]) -> bool:
+        while depth[node] > depth[ancestor]:
+            node = self.tree.parent[node]
+        return node == ancestor
+
+    def _einsum(self, a, a_labels, b, b_labels, out) -> np.ndarray:
+        index = {x: k for k, x in enumerate(dict.fromkeys(a_labels + b_labels))}
+        return np.einsum(a, [index[x] for x in a_labels], b, [index[x] for x in b_labels], [index[x] for x in out])

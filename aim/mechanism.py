@@ -234,9 +234,11 @@ class AIM:
         estimates = state.model.marginals(allowed)
         penalty = EXPECTED_L1 * state.sigma
         weights, answers = state.cand_weights, state.answers
-        scores = np.array(
-            [weights[r] * (np.abs(answers[r] - est).sum() - penalty * est.size) for r, est in zip(allowed, estimates)]
-        )
+        # every candidate's L1 distance at once: one flat difference, summed per candidate
+        sizes = np.array([est.size for est in estimates])
+        diff = np.concatenate([answers[r].ravel() for r in allowed]) - np.concatenate([e.ravel() for e in estimates])
+        l1 = np.add.reduceat(np.abs(diff), np.cumsum(sizes) - sizes)
+        scores = np.array([weights[r] for r in allowed]) * (l1 - penalty * sizes)
         sensitivity = max(weights[r] for r in allowed)
         index = exponential_mechanism(scores, state.eps, sensitivity, state.rng, state.ledger, label=f"select round {number}")
         return allowed[index], estimates[index]

@@ -38,11 +38,16 @@ Clique = tuple[str, ...]
 _KNOWN: dict[Domain, dict[tuple, int]] = {}  # cells of a component (+ candidate) by its exact graph
 
 
-def _bits(mask: int):
-    while mask:
-        low = mask & -mask
-        yield low.bit_length() - 1
-        mask ^= low
+_BITS: dict[int, tuple[int, ...]] = {}  # the set bits of a mask (memoized: masks recur endlessly)
+
+
+def _bits(mask: int) -> tuple[int, ...]:
+    found = _BITS.get(mask)
+    if found is None:
+        if len(_BITS) > 1_000_000:
+            _BITS.clear()
+        found = _BITS[mask] = tuple(i for i in range(mask.bit_length()) if mask >> i & 1)
+    return found
 
 
 class SizeFilter:

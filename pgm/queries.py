@@ -91,7 +91,15 @@ class MarginalOracle:
             for attrs, (order, table) in split_marginals(self, outside, budget).items():
                 table.flags.writeable = False
                 self._cache[attrs] = order, table
-        return [self.marginal(w) for w in wanted]
+        out = []
+        for attrs in wanted:  # already checked: read the cache directly
+            found = self._cache.get(frozenset(attrs))
+            if found is None:
+                out.append(self.marginal(attrs))
+                continue
+            order, table = found
+            out.append(table if order == attrs else np.transpose(table, [order.index(a) for a in attrs]))
+        return out
 
     def _home(self, attrs: frozenset[str]) -> int | None:
         """The smallest node containing ``attrs`` (None when no node does)."""

@@ -45,6 +45,16 @@ class _Splitter:
         self.rank = {a: k for k, a in enumerate(oracle.domain.attrs)}
         self.budget = budget_cells
         self.memo: Answers = {}
+        self.conditionals: dict[tuple, np.ndarray] = {}  # (part order, separator) -> mu(part) / mu(separator)
+        self.node_sets = [frozenset(n) for n in self.tree.nodes]
+        self.seps = [frozenset(self.tree.separator(i)) for i in range(len(self.tree.nodes))]
+        self.ancestors: list[frozenset[int]] = []  # each node and the nodes above it
+        for i in range(len(self.tree.nodes)):
+            chain, node = [i], self.tree.parent[i]
+            while node is not None:
+                chain.append(node)
+                node = self.tree.parent[node]
+            self.ancestors.append(frozenset(chain))
 
     def order(self, attrs) -> Clique:
         return tuple(sorted(attrs, key=self.rank.__getitem__))
@@ -59,13 +69,16 @@ class _Splitter:
             table = sum_out(self.oracle.beliefs[home], [i for i, a in enumerate(node) if a not in q])
             return self._keep(q, self.order(q), table, table is not self.oracle.beliefs[home])
         child, below = self.cut(q, cover)
-        sep = frozenset(self.tree.separator(child))
-        below_attrs = frozenset().union(*(self.tree.nodes[n] for n in below))
+        sep = self.seps[child]
+        below_attrs = frozenset().union(*(self.node_sets[n] for n in below))
         q_down = frozenset(a for a in q - sep if a in below_attrs)
         down_order, down = self.answer(q_down | sep, below)
         up_order, up = self.answer((q - sep - q_down) | sep, cover - below)
-        # mu(q_U + S) / mu(S): the conditional of the up part given the separator
-        up = conditional(up, [i for i, a in enumerate(up_order) if a not in sep])
+        # mu(q_U + S) / mu(S): the conditional of the up part given the separator (shared)
+        key = (up_order, sep)
+        if key not in self.conditionals:
+            self.conditionals[key] = conditional(up, [i for i, a in enumerate(up_order) if a not in sep])
+        up = self.conditionals[key]
         out = self.order(q)
         operands = (down, list(down_order), up, list(up_order), list(out))
         space = math.prod(self.sizes[a] for a in q | sep)
@@ -81,16 +94,16 @@ class _Splitter:
 
     def cut(self, q: frozenset[str], cover: frozenset[int]) -> tuple[int, frozenset[int]]:
         """The cover edge to cut (given by its lower node) and the cover nodes below it."""
-        depth = self.oracle._depth
         best = None
         for child in sorted(cover):
             parent = self.tree.parent[child]
             if parent is None or parent not in cover:
                 continue
-            below = frozenset(n for n in cover if self._descends(n, child, depth))
-            sep = set(self.tree.separator(child))
-            sides = {any(a in self.tree.nodes[n] for n in below) for a in q - sep}
-            if len(sides) < 2:
+            sep = self.seps[child]
+            outside = q - sep
+            below = frozenset(n for n in cover if child in self.ancestors[n])
+            below_attrs = frozenset().union(*(self.node_sets[n] for n in below))
+            if not outside & below_attrs or outside <= below_attrs:
                 continue  # q's attributes outside the separator all lie on one side
             cost = math.prod(self.sizes[a] for a in q | sep)
             if best is None or cost < best[0]:
@@ -98,11 +111,6 @@ class _Splitter:
         if best is None:
             raise AssertionError(f"no separator splits {sorted(q)}: it should lie inside one node")
         return best[1], best[2]
-
-    def _descends(self, node: int, ancestor: int, depth: list[int]) -> bool:
-        while depth[node] > depth[ancestor]:
-            node = self.tree.parent[node]
-        return node == ancestor
 
     def _einsum(self, a, a_labels, b, b_labels, out) -> np.ndarray:
         index = {x: k for k, x in enumerate(dict.fromkeys(a_labels + b_labels))}

@@ -20,6 +20,10 @@ import numpy as np
 
 from .plans import sum_out
 
+#: contractions over a joint label space of more cells than this go through `contract` (smaller
+#: ones are cheaper as one plain einsum call).
+BLAS_CELLS = 1 << 18
+
 
 def contract(a: np.ndarray, a_labels: Sequence, b: np.ndarray, b_labels: Sequence, out: Sequence) -> np.ndarray:
     """``np.einsum(a, a_labels, b, b_labels, out)`` by one batched matmul (labels: any hashables, none repeated within a table)."""

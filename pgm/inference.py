@@ -17,9 +17,12 @@ axes each message sums out, and how each node belief projects back onto the pote
   exact, normalised counts, after one exp per cell.
 
 Stable with -inf potentials (structural zeros) and potentials far outside exp's range: every
-log-space reduction is max-shifted (one shift for the whole table, redone per slice when a
-slice's shifted sum underflows), and the distribute sums run over counts (<= total). Sums over
-axes go through `plans.sum_out` (one einsum pass where numpy's axis sums are slow).
+node's log-table is shifted before exp by the sum of its summands' maxima (an upper bound on its
+max, subtracted while adding), and redone with its own max (root) or per-slice maxima (other
+nodes) when the bound was too loose for full precision; the distribute sums run over counts
+(<= total). Node tables are stored with their attributes by increasing size (long inner loops
+for numpy) and handed out as views in node order. Sums over axes go through `plans.sum_out`
+(one einsum pass where numpy's axis sums are slow).
 """
 
 from __future__ import annotations

@@ -22,9 +22,8 @@ from typing import Sequence
 
 import numpy as np
 
-from . import batch_queries
+from . import contract as contraction
 from .split_queries import split_marginals
-from .contract import contract
 from .junction_tree import Clique, JunctionTree
 from .plans import MarginalPlan, conditional, sum_out
 
@@ -260,8 +259,8 @@ def _einsum(operands: list, output: list[int]) -> np.ndarray:
             acc, acc_sub = np.einsum(acc, acc_sub, kept), kept
         needed_after = set(out).union(*subs[k + 1 :])
         keep = [lab for lab in dict.fromkeys(acc_sub + subs[k]) if lab in needed_after]
-        if math.prod(sizes[lab] for lab in set(acc_sub) | set(subs[k])) > batch_queries.BLAS_CELLS:  # large: pgm.contract
-            acc, acc_sub = contract(acc, acc_sub, tables[k], subs[k], keep), keep
+        if math.prod(sizes[lab] for lab in set(acc_sub) | set(subs[k])) > contraction.BLAS_CELLS:  # large: pgm.contract
+            acc, acc_sub = contraction.contract(acc, acc_sub, tables[k], subs[k], keep), keep
         else:
             acc, acc_sub = np.einsum(acc, acc_sub, tables[k], subs[k], keep), keep
     if acc_sub == out and len(tables) > 1:

@@ -12,7 +12,7 @@ sides, the one with the fewest cells in q + S is cut. Each part is answered the 
 its side of the cover (which has fewer nodes, so the recursion ends), down to parts inside one
 node, read from its belief without a copy. Parts are memoised for the whole batch (within a cell
 budget), so queries that share an attribute and a separator share the work; the contraction of
-the two parts is one batched matrix product above `batch_queries.BLAS_CELLS` cells.
+the two parts is one batched matrix product above `contract.BLAS_CELLS` cells.
 """
 
 from __future__ import annotations
@@ -22,8 +22,7 @@ from typing import Sequence
 
 import numpy as np
 
-from . import batch_queries
-from .contract import contract
+from . import contract as contraction
 from .junction_tree import Clique
 from .plans import conditional, sum_out
 
@@ -82,7 +81,7 @@ class _Splitter:
         out = self.order(q)
         operands = (down, list(down_order), up, list(up_order), list(out))
         space = math.prod(self.sizes[a] for a in q | sep)
-        table = contract(*operands) if space > batch_queries.BLAS_CELLS else self._einsum(*operands)
+        table = contraction.contract(*operands) if space > contraction.BLAS_CELLS else self._einsum(*operands)
         return self._keep(q, out, table, True)
 
     def _keep(self, q: frozenset[str], order: Clique, table: np.ndarray, new: bool) -> tuple[Clique, np.ndarray]:

@@ -1,4 +1,5 @@
-"""`pgm.batch_queries`: anchor passes give the per-query path's answers (and brute force's) to 1e-10."""
+"""Batched marginals (`Model.marginals`: in-node plans and `pgm.split_queries`) give the per-query
+path's answers (and brute force's) to 1e-10."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import numpy as np
 import pytest
 
 from marginals.domain import Domain
-from pgm.batch_queries import anchored_marginals
 from pgm.inference import brute_force_joint
 from pgm.queries import MarginalOracle
+from pgm.split_queries import split_marginals
 
 
 def random_structure(rng, n_attrs, n_cliques, max_size=5, max_k=3):
@@ -59,7 +60,7 @@ def test_batched_pairs_and_triples_equal_per_query_path_and_brute_force(seed, ra
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_anchor_passes_serve_the_out_of_node_queries_on_a_wide_model(seed, random_model):
+def test_split_queries_serve_the_out_of_node_queries_on_a_wide_model(seed, random_model):
     rng = np.random.default_rng(100 + seed)
     model = random_structured_model(random_model, rng, 25, 30, max_size=6, max_k=2)
     dom = model.domain
@@ -67,8 +68,8 @@ def test_anchor_passes_serve_the_out_of_node_queries_on_a_wide_model(seed, rando
     pairs = [frozenset(p) for p in itertools.combinations(dom.attrs, 2) if not any(set(p) <= n for n in node_sets)]
     comp = {a: model.tree.component(i) for i, n in enumerate(model.tree.nodes) for a in n}
     same_component = [p for p in pairs if len({comp[a] for a in p}) == 1]
-    answers = anchored_marginals(model.tree, model.beliefs, pairs)
-    assert set(answers) == set(same_component)  # every same-component pair has an anchor
+    answers = split_marginals(MarginalOracle(model.tree, model.beliefs, model.total), same_component, 10**6)
+    assert set(answers) == set(same_component)
     for q, (order, table) in answers.items():
         np.testing.assert_allclose(table, _per_query(model, order), rtol=1e-10, atol=1e-10 * model.total)
 
@@ -76,7 +77,7 @@ def test_anchor_passes_serve_the_out_of_node_queries_on_a_wide_model(seed, rando
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_triples_with_no_two_attributes_in_one_node_are_served_by_pick_up_passes(seed, random_model):
+def test_triples_with_no_two_attributes_in_one_node(seed, random_model):
     rng = np.random.default_rng(300 + seed)
     model = random_structured_model(random_model, rng, 12, 14, max_size=4, max_k=2)
     dom = model.domain
@@ -86,9 +87,8 @@ def test_triples_with_no_two_attributes_in_one_node_are_served_by_pick_up_passes
         frozenset(t) for t in itertools.combinations(dom.attrs, 3)
         if len({comp[a] for a in t}) == 1 and not any(len(set(t) & n) >= 2 for n in node_sets)
     ]
-    answers = anchored_marginals(model.tree, model.beliefs, spread)
-    assert len(answers) >= len(spread) // 2  # those with one attribute between the other two
-    assert set(answers) <= set(spread)
+    answers = split_marginals(MarginalOracle(model.tree, model.beliefs, model.total), spread, 10**6)
+    assert set(answers) == set(spread)
     for q, (order, table) in answers.items():
         np.testing.assert_allclose(table, _per_query(model, order), rtol=1e-10, atol=1e-10 * model.total)
 
@@ -96,9 +96,9 @@ def test_triples_with_no_two_attributes_in_one_node_are_served_by_pick_up_passes
 @pytest.mark.parametrize("seed", range(12))
 def test_blas_contractions_give_the_einsum_answers(seed, random_model, monkeypatch):
     # Every contraction through pgm.contract (the path large models take): same answers as brute force.
-    import pgm.batch_queries
+    import pgm.contract
 
-    monkeypatch.setattr(pgm.batch_queries, "BLAS_CELLS", 0)
+    monkeypatch.setattr(pgm.contract, "BLAS_CELLS", 0)
     rng = np.random.default_rng(500 + seed)
     model = random_structured_model(random_model, rng, int(rng.integers(5, 9)), int(rng.integers(3, 9)), zeros=seed % 3 == 0)
     dom = model.domain

@@ -16,10 +16,11 @@ axes each message sums out, and how each node belief projects back onto the pote
   state impossible in the child's subtree, whose count is 0 too). Every node ends with its
   exact, normalised counts, after one exp per cell.
 
-Stable with -inf potentials (structural zeros) and potentials far outside exp's range: every
-node's log-table is shifted before exp by the sum of its summands' maxima (an upper bound on its
-max, subtracted while adding), and redone with its own max (root) or per-slice maxima (other
-nodes) when the bound was too loose for full precision; the distribute sums run over counts
+Stable with -inf potentials (structural zeros) and potentials far outside exp's range: a node's
+table is built directly as exp(log-table - bound), the product of its summands' exponentials
+each shifted by its own max (bound: the sum of those maxima, >= the table's max; no exp pass
+over the node), and redone from the log-table with its own max (root) or per-slice maxima
+(other nodes) when the bound was too loose for full precision; the distribute sums run over counts
 (<= total). Node tables are stored with their attributes by increasing size (long inner loops
 for numpy) and handed out as views in node order. Sums over axes go through `plans.sum_out`
 (one einsum pass where numpy's axis sums are slow).
@@ -132,11 +133,11 @@ class TreeEngine:
         sums: dict[int, np.ndarray] = {}
         for i in self._collect_order:
             tables = [in_layout[k] for k in self._hosted[i]] + [up[c] for c in self._children[i]]
-            # The sum of the summands' maxima bounds the node's log-table from above: shifting by
-            # it while adding saves the passes that find and subtract the table's own max.
-            bound = sum(float(t.max()) for t in tables)
-            bound = bound if np.isfinite(bound) else None
-            beliefs[i] = self._add_plans[i].run(tables, out=buffers[i], shift=bound or 0.0)
+            # exp(log-table - bound) as the product of the summands' shifted exponentials: one
+            # pass over the node and no exp of it (bound: the sum of the summands' maxima).
+            beliefs[i], bound = self._add_plans[i].run_exp(tables, out=buffers[i])
+            if bound is None:  # a summand with no finite maximum: the log-table, shifted below
+                beliefs[i] = self._add_plans[i].run(tables, out=buffers[i])
             if tree.parent[i] is not None:
                 up[i], sums[i] = self._collect(i, tables, beliefs[i], bound)
             else:  # a root's belief is complete: turn it into counts summing to total
@@ -160,9 +161,9 @@ class TreeEngine:
         return [b if p is None else b.transpose(p) for b, p in zip(beliefs, self._to_node)], marginals
 
     def _collect(self, i: int, tables: list[np.ndarray], belief: np.ndarray, bound: float | None) -> tuple[np.ndarray, np.ndarray]:
-        """Turn node ``i``'s log-belief (already minus ``bound`` when that is not None) into
-        exp(belief - shift) in place; (its log message to the parent, the separator sums of the
-        exponentials).
+        """Node ``i``'s table as exp(log-belief - shift), in place (it holds that already, with
+        shift = ``bound``, unless ``bound`` is None: then it holds the log-belief); returns its log
+        message to the parent and the separator sums of the exponentials.
 
         One global shift (``bound``, else the table's max) serves every separator slice; when a
         slice's shifted sum underflows (or -inf entries empty a slice) the log table is rebuilt
@@ -175,9 +176,9 @@ class TreeEngine:
             peak = float(belief.max())
             if np.isfinite(peak):
                 belief -= peak
+                np.exp(belief, out=belief)
                 bound = peak
         if bound is not None:
-            np.exp(belief, out=belief)
             sums = sum_out(belief, axes, self._sep_axes[i])
             if sums.min() >= _UNDERFLOW:
                 return np.log(sums) + bound, sums
@@ -192,10 +193,10 @@ class TreeEngine:
         return np.log(sums) + (shift if there is None else shift.transpose(there)), sums
 
     def _normalise(self, i: int, tables: list[np.ndarray], belief: np.ndarray, bound: float | None, total: float) -> None:
-        """Turn root ``i``'s log-belief (minus ``bound`` unless None) into counts summing to ``total``,
-        in place; with the table's own max instead when the bound is too loose for full precision."""
+        """Root ``i``'s table (exp(log-belief - ``bound``), or the log-belief when ``bound`` is None)
+        into counts summing to ``total``, in place; redone with the table's own max when the bound
+        is too loose for full precision."""
         if bound is not None:
-            np.exp(belief, out=belief)
             mass = float(belief.sum())
             if mass >= _ROOT_MASS:
                 belief *= total / mass

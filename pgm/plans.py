@@ -98,33 +98,44 @@ class AdditionPlan:
         self.final = [(k, _bshape(sizes, node, live[k])) for k in sorted(live)]
         self.n_items = len(items)
 
-    def run(self, tables: Sequence[np.ndarray], out: np.ndarray | None = None, shift: float = 0.0) -> np.ndarray:
-        """The node table: the sum of ``tables`` (in the plan's item order) broadcast onto the node,
-        minus ``shift`` (taken off the smallest summand, not the node table).
+    def _final(self, tables: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """The merged summands, each shaped to broadcast onto the node."""
+        work = list(tables)
+        for i, j, shape_i, shape_j in self.merges:
+            work.append(work[i].reshape(shape_i) + work[j].reshape(shape_j))
+        return [work[k].reshape(s) for k, s in self.final]
+
+    def run(self, tables: Sequence[np.ndarray], out: np.ndarray | None = None) -> np.ndarray:
+        """The node table: the sum of ``tables`` (in the plan's item order) broadcast onto the node.
 
         ``out`` (node-shaped, contents ignored) is filled instead of allocating a new table:
         on large nodes a fresh allocation costs more than the arithmetic (first-touch faults).
         """
-        work = list(tables)
-        for i, j, shape_i, shape_j in self.merges:
-            work.append(work[i].reshape(shape_i) + work[j].reshape(shape_j))
+        return self._combine(self._final(tables), np.add, 0.0, out)
+
+    def run_exp(self, tables: Sequence[np.ndarray], out: np.ndarray | None = None) -> tuple[np.ndarray, float | None]:
+        """exp(node table - bound) and the bound (the sum of the merged summands' maxima, >= the
+        table's max) in one pass over the node: the product of the summands' shifted
+        exponentials. The bound is None (and the table unusable) when a maximum is not finite."""
+        final = self._final(tables)
+        peaks = [float(t.max()) for t in final]
+        bound = sum(peaks)
+        if not np.isfinite(bound) or not all(np.isfinite(peaks)):
+            return (np.empty(self.shape) if out is None else out), None
+        return self._combine([np.exp(t - p) for t, p in zip(final, peaks)], np.multiply, 1.0, out), bound
+
+    def _combine(self, final: list[np.ndarray], op, empty: float, out: np.ndarray | None) -> np.ndarray:
         if out is None:
             out = np.empty(self.shape)
-        if not self.final:
-            out.fill(-shift)
+        if not final:
+            out.fill(empty)
             return out
-        final = [(work[k].reshape(s), s) for k, s in self.final]
-        if shift:
-            smallest = min(range(len(final)), key=lambda n: (math.prod(final[n][1]), n))
-            final[smallest] = (final[smallest][0] - shift, final[smallest][1])
-        (t0, _), *rest = final
-        if not rest:
-            out[...] = t0
+        if len(final) == 1:
+            out[...] = final[0]
             return out
-        (t1, _), *rest = rest
-        np.add(t0, t1, out=out)
-        for t, _ in rest:
-            out += t
+        op(final[0], final[1], out=out)
+        for t in final[2:]:
+            op(out, t, out=out)
         return out
 
 

@@ -49,6 +49,7 @@ class MarginalOracle:
         self._labels = {a: k for k, a in enumerate(self.domain.attrs)}
         self._messages: dict[tuple, np.ndarray] = {}  # see _component_query
         self._reductions: dict[tuple, np.ndarray] = {}  # see _reduced
+        self._homes: dict[frozenset[str], int | None] = {}  # see _home
 
     def marginal(self, attrs: Sequence[str]) -> np.ndarray:
         """Counts over ``attrs`` with axes in the order given."""
@@ -101,9 +102,11 @@ class MarginalOracle:
         return out
 
     def _home(self, attrs: frozenset[str]) -> int | None:
-        """The smallest node containing ``attrs`` (None when no node does)."""
-        hosts = [i for i, s in enumerate(self._node_sets) if attrs <= s]
-        return min(hosts, key=lambda i: (self.beliefs[i].size, i)) if hosts else None
+        """The smallest node containing ``attrs`` (None when no node does); memoised."""
+        if attrs not in self._homes:
+            hosts = [i for i, s in enumerate(self._node_sets) if attrs <= s]
+            self._homes[attrs] = min(hosts, key=lambda i: (self.beliefs[i].size, i)) if hosts else None
+        return self._homes[attrs]
 
     def _answer(self, attrs: frozenset[str]) -> tuple[Clique, np.ndarray]:
         if not attrs:

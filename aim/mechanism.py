@@ -82,6 +82,22 @@ def _capped_iters(domain, cliques, most: int, least: int, work: float) -> int:
     return int(min(most, max(least, work // max(cells, 1.0))))
 
 
+def _l1_distances(truths: list[np.ndarray], estimates: list[np.ndarray], sizes: np.ndarray, chunk: int = 1 << 18) -> np.ndarray:
+    """||truth - estimate||_1 per candidate: a few flat passes over groups of about ``chunk`` cells
+    (not one numpy round trip per candidate, nor every candidate's cells in memory at once)."""
+    out = np.empty(len(truths))
+    ends = np.cumsum(sizes)
+    start = 0
+    while start < len(truths):
+        stop = max(start + 1, int(np.searchsorted(ends, ends[start] - sizes[start] + chunk, side="right")))
+        diff = np.concatenate([e.ravel() for e in estimates[start:stop]]).astype(np.float64, copy=False)
+        np.subtract(np.concatenate([t.ravel() for t in truths[start:stop]]), diff, out=diff)  # truths: counts (ints)
+        np.abs(diff, out=diff)
+        out[start:stop] = np.add.reduceat(diff, np.cumsum(sizes[start:stop]) - sizes[start:stop])
+        start = stop
+    return out
+
+
 @dataclass
 class _RunState:
     """What one run carries from round to round. ``answers`` are the true (private) marginals:
@@ -234,10 +250,8 @@ class AIM:
         estimates = state.model.marginals(allowed)
         penalty = EXPECTED_L1 * state.sigma
         weights, answers = state.cand_weights, state.answers
-        # every candidate's L1 distance at once: one flat difference, summed per candidate
         sizes = np.array([est.size for est in estimates])
-        diff = np.concatenate([answers[r].ravel() for r in allowed]) - np.concatenate([e.ravel() for e in estimates])
-        l1 = np.add.reduceat(np.abs(diff), np.cumsum(sizes) - sizes)
+        l1 = _l1_distances([answers[r] for r in allowed], estimates, sizes)
         scores = np.array([weights[r] for r in allowed]) * (l1 - penalty * sizes)
         sensitivity = max(weights[r] for r in allowed)
         index = exponential_mechanism(scores, state.eps, sensitivity, state.rng, state.ledger, label=f"select round {number}")

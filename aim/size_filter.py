@@ -44,7 +44,7 @@ _BITS: dict[int, tuple[int, ...]] = {}  # the set bits of a mask (memoized: mask
 def _bits(mask: int) -> tuple[int, ...]:
     found = _BITS.get(mask)
     if found is None:
-        if len(_BITS) > 1_000_000:
+        if len(_BITS) > 100_000:
             _BITS.clear()
         found = _BITS[mask] = tuple(i for i in range(mask.bit_length()) if mask >> i & 1)
     return found

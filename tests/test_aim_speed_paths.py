@@ -63,3 +63,13 @@ def test_seeded_run_unchanged_on_adult(epsilon):
     data = load_bundled("adult")
     settings = dict(epsilon=epsilon, delta=1e-9, insecure_seed=11, max_model_size=20.0)
     _assert_same(_run(data, False, **settings), _run(data, True, **settings))
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 50, 1 << 20])
+def test_chunked_l1_distances_equal_the_per_candidate_sums(chunk):
+    rng = np.random.default_rng(chunk)
+    truths = [rng.integers(0, 100, rng.integers(1, 20, 2)) for _ in range(30)]  # counts, as AIM's answers
+    estimates = [rng.random(t.shape) for t in truths]
+    sizes = np.array([t.size for t in truths])
+    want = [np.abs(t - e).sum() for t, e in zip(truths, estimates)]
+    np.testing.assert_allclose(mech._l1_distances(truths, estimates, sizes, chunk), want, rtol=1e-13)

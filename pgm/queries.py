@@ -82,15 +82,7 @@ class MarginalOracle:
                 table = np.array(table)  # own copy (the plan may hand back the node table itself)
                 table.flags.writeable = False
                 self._cache[attrs] = order, table
-        # Out-of-node subsets of one component: split at cheap separators, sharing the parts
-        # (pgm.split_queries); the others (several components) go through the per-query path below.
-        outside = [a for a in dict.fromkeys(frozenset(w) for w in wanted) if len(a) > 1 and a not in self._cache]
-        outside = [a for a in outside if len({self._component[self._attr_nodes[x][0]] for x in a}) == 1]
-        if len(outside) > 1:
-            budget = sum(b.size for b in self.beliefs)  # cells of the parts held for reuse
-            for attrs, (order, table) in split_marginals(self, outside, budget).items():
-                table.flags.writeable = False
-                self._cache[attrs] = order, table
+        self._split_outside([frozenset(w) for w in wanted])
         out = []
         for attrs in wanted:  # already checked: read the cache directly
             found = self._cache.get(frozenset(attrs))
@@ -100,6 +92,27 @@ class MarginalOracle:
             order, table = found
             out.append(table if order == attrs else np.transpose(table, [order.index(a) for a in attrs]))
         return out
+
+    def _split_outside(self, wanted: list[frozenset[str]]) -> None:
+        """Cache the out-of-node subsets of one component, split at cheap separators sharing their
+        parts (pgm.split_queries); of a subset spanning several components, its per-component
+        parts (which the per-query path then multiplies out)."""
+        outside: dict[frozenset[str], None] = {}
+        for attrs in dict.fromkeys(wanted):
+            if len(attrs) < 2 or attrs in self._cache:
+                continue
+            by_component: dict[int, set[str]] = {}
+            for a in attrs:
+                by_component.setdefault(self._component[self._attr_nodes[a][0]], set()).add(a)
+            for _, part in sorted(by_component.items()):
+                part = frozenset(part)
+                if len(part) > 1 and part not in self._cache and self._home(part) is None:
+                    outside[part] = None
+        if len(outside) > 1:
+            budget = sum(b.size for b in self.beliefs)  # cells of the parts held for reuse
+            for attrs, (order, table) in split_marginals(self, list(outside), budget).items():
+                table.flags.writeable = False
+                self._cache[attrs] = order, table
 
     def _home(self, attrs: frozenset[str]) -> int | None:
         """The smallest node containing ``attrs`` (None when no node does); memoised."""

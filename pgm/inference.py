@@ -87,6 +87,7 @@ class TreeEngine:
             self._sep_back[c] = _perm(order, own)
             self._sep_there[c] = _perm(own, order)
             self._down_shape[c] = [sizes[a] if a in sep else 1 for a in self.layouts[c]]
+        self._cells = [domain.size(node) for node in tree.nodes]
         self._add_plans, self._marg_plans, self._up_axes = [], [], []
         for i, layout in enumerate(self.layouts):
             items = [tuple(a for a in layout if a in self.cliques[k]) for k in hosted[i]]
@@ -131,12 +132,17 @@ class TreeEngine:
         beliefs: list[np.ndarray | None] = [None] * len(tree.nodes)
         up: dict[int, np.ndarray] = {}
         sums: dict[int, np.ndarray] = {}
+        beliefs_cells = self._cells
         for i in self._collect_order:
             tables = [in_layout[k] for k in self._hosted[i]] + [up[c] for c in self._children[i]]
-            # exp(log-table - bound) as the product of the summands' shifted exponentials: one
-            # pass over the node and no exp of it (bound: the sum of the summands' maxima).
-            beliefs[i], bound = self._add_plans[i].run_exp(tables, out=buffers[i])
-            if bound is None:  # a summand with no finite maximum: the log-table, shifted below
+            # Large nodes: exp(log-table - bound) as the product of the summands' shifted
+            # exponentials, one pass over the node and no exp of it (bound: the sum of the
+            # summands' maxima). Small ones (or a summand with no finite maximum): the log-table,
+            # shifted by its max below (fewer numpy calls).
+            bound = None
+            if beliefs_cells[i] >= _PRODUCT_CELLS:
+                beliefs[i], bound = self._add_plans[i].run_exp(tables, out=buffers[i])
+            if bound is None:
                 beliefs[i] = self._add_plans[i].run(tables, out=buffers[i])
             if tree.parent[i] is not None:
                 up[i], sums[i] = self._collect(i, tables, beliefs[i], bound)
@@ -222,6 +228,8 @@ class TreeEngine:
 
 #: a slice whose shifted sum falls below this has lost precision to underflow: redo it exactly.
 _UNDERFLOW = 1e-290
+#: nodes with at least this many cells are built as products of exponentials (see `_calibrate`).
+_PRODUCT_CELLS = 1 << 14
 #: a root whose exponentials (shifted by the summands' bound) sum to less than this is redone with its max.
 _ROOT_MASS = 1e-100
 

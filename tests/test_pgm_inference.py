@@ -258,3 +258,19 @@ def test_potentials_that_disagree_by_far_more_than_exp_range_stay_exact(seed, ra
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         check_against_brute_force(model, potentials, rng)
+
+
+@pytest.mark.parametrize("path", ["product", "log"])
+def test_both_ways_of_building_node_tables_give_brute_force_marginals(path, random_model, monkeypatch):
+    # Nodes of at least _PRODUCT_CELLS cells are built as products of exponentials, smaller ones
+    # from the log-table: force every node through one way, on the cases above.
+    import pgm.inference
+
+    monkeypatch.setattr(pgm.inference, "_PRODUCT_CELLS", 0 if path == "product" else 1 << 62)
+    for seed in range(2):
+        for structure in ("five_cycle_and_triple", "disconnected", "mixed_orders_and_subcliques"):
+            test_marginals_equal_brute_force(structure, seed, random_model)
+        test_marginals_with_structural_zeros(seed, random_model)
+        test_potentials_that_disagree_by_far_more_than_exp_range_stay_exact(seed, random_model)
+        test_node_layouts_unlike_domain_order_give_brute_force_beliefs(seed, 400.0, random_model)
+    test_marginals_with_peaked_potentials_are_stable(400.0, random_model)

@@ -118,12 +118,12 @@ def test_nuts_starts_from_init_params_when_the_prior_median_has_no_density(numpy
 
     def model():
         x = numpyro.sample("x", dist.Normal(0.0, 1.0))
-        numpyro.factor("hole", jnp.where(jnp.abs(x) < 0.5, -jnp.inf, 0.0))  # the median x = 0 is inside
+        numpyro.factor("hole", jnp.where(jnp.abs(x) < 3.0, -jnp.inf, 0.0))  # holds every median of prior draws
 
     samples, _ = run_nuts(
-        model, {}, num_samples=30, num_chains=2, init_params={"x": jnp.array([1.0, -1.5])}, init_values={"x": jnp.asarray(1.0)}
+        model, {}, num_samples=30, num_chains=2, init_params={"x": jnp.array([3.5, -4.0])}, init_values={"x": jnp.asarray(3.5)}
     )
-    assert samples["x"].shape == (2, 30) and np.all(np.abs(samples["x"]) >= 0.5)
+    assert samples["x"].shape == (2, 30) and np.all(np.abs(samples["x"]) >= 3.0)
 
 
 def test_safe_start_has_a_finite_density_where_the_prior_median_does_not(numpyro):

@@ -42,11 +42,12 @@ class DDSSPLinearRegression(CoefficientIntervalMixin, EncodedLinearModel):
         encoding: `EncodingOptions` (reference level, numeric scaling, intercept).
         ridge: added to the diagonal of X^T X; the default 1e-12 is absolute, like the paper's
             code, and only guards exact singularity (see `ddssp.solvers`).
-        interval: None, or coefficient intervals on a release by a parametric bootstrap of the
-            measurement noise (`ddssp.bayes.intervals`): "measurements" (fast: noise of the measured
-            blocks through the encoding) or "refit" (through the model fit; slow). They cover the
-            measurement noise, not the model's bias on pairs it only inferred.
-        n_boot, interval_alpha, interval_kind: bootstrap replicates, nominal level 1 - interval_alpha, "basic" or "percentile".
+        interval: None, or coefficient intervals on an AIM release by a parametric bootstrap
+            (`ddssp.bayes.intervals`): "mechanism" (AIM rerun on rows drawn from the released model;
+            n_boot AIM runs) or "measurements" (fast: raw measurement noise on the measured blocks;
+            conservative in sparse tables). They do not cover the model's bias on pairs AIM never measured.
+        n_boot, interval_alpha, interval_kind: bootstrap replicates, nominal level 1 - interval_alpha,
+            "bias_aware", "basic" or "percentile".
         random_state: seed of the bootstrap (post-processing of the public release, so a seed is safe).
 
     Learned: ``coef_``, ``intercept_`` (0.0 without an intercept column), ``feature_names_in_``,
@@ -61,9 +62,9 @@ class DDSSPLinearRegression(CoefficientIntervalMixin, EncodedLinearModel):
         encoding: EncodingOptions | None = None,
         ridge: float = DEFAULT_RIDGE,
         interval: str | None = None,
-        n_boot: int = 200,
+        n_boot: int = 50,
         interval_alpha: float = 0.1,
-        interval_kind: str = "basic",
+        interval_kind: str = "bias_aware",
         random_state: int | None = None,
     ) -> None:
         self.target = target
@@ -102,11 +103,12 @@ class DDSSPLogisticRegression(CoefficientIntervalMixin, EncodedLinearModel):
         method: "interpolation" (at Chebyshev nodes, as the paper) or "projection".
         alpha: L2 penalty (alpha/2)||theta||^2 subtracted from the approximate log-likelihood.
         ridge: numerical safeguard added to X^T X (default 1e-12, absolute).
-        interval: None, or coefficient intervals on a release by a parametric bootstrap of the
-            measurement noise (`ddssp.bayes.intervals`): "measurements" (fast: noise of the measured
-            blocks through the encoding) or "refit" (through the model fit; slow). They cover the
-            measurement noise, not the model's bias on pairs it only inferred.
-        n_boot, interval_alpha, interval_kind: bootstrap replicates, nominal level 1 - interval_alpha, "basic" or "percentile".
+        interval: None, or coefficient intervals on an AIM release by a parametric bootstrap
+            (`ddssp.bayes.intervals`): "mechanism" (AIM rerun on rows drawn from the released model;
+            n_boot AIM runs) or "measurements" (fast: raw measurement noise on the measured blocks;
+            conservative in sparse tables). They do not cover the model's bias on pairs AIM never measured.
+        n_boot, interval_alpha, interval_kind: bootstrap replicates, nominal level 1 - interval_alpha,
+            "bias_aware", "basic" or "percentile".
         random_state: seed of the bootstrap (post-processing of the public release, so a seed is safe).
 
     Learned: as `DDSSPLinearRegression` (intervals included), plus ``classes_`` ([0, 1]), ``cheb_coef_`` (Chebyshev-basis
@@ -124,9 +126,9 @@ class DDSSPLogisticRegression(CoefficientIntervalMixin, EncodedLinearModel):
         alpha: float = 0.0,
         ridge: float = DEFAULT_RIDGE,
         interval: str | None = None,
-        n_boot: int = 200,
+        n_boot: int = 50,
         interval_alpha: float = 0.1,
-        interval_kind: str = "basic",
+        interval_kind: str = "bias_aware",
         random_state: int | None = None,
     ) -> None:
         self.target = target

@@ -12,14 +12,15 @@ Intervals of nominal coverage 1 - alpha (``interval_kind``):
   |b| and unknown sign (Donoho 1994; Armstrong & Kolesar 2020). Why not subtract b: near the
   boundary of the marginal polytope (small or empty cells) the bias of the non-negative fit
   changes quickly with the truth, so the bias at the released model is a noisy guess of the bias at
-  the truth; subtracting it adds that noise (measured: coverage 84% at eps 0.1), widening by it
-  does not. With b = 0 it is theta_hat -+ z_{1-alpha/2} s.
+  the truth; subtracting it adds that noise, widening by it does not (``"basic"``, which subtracts
+  it, covers less: benchmarks/results/bayes/summary.md). With b = 0 it is theta_hat -+ z_{1-alpha/2} s.
 - ``"basic"``: [theta_hat - q_{1-alpha/2}(delta*), theta_hat - q_{alpha/2}(delta*)] (subtracts the bias).
 - ``"percentile"``: [theta_hat + q_{alpha/2}(delta*), theta_hat + q_{1-alpha/2}(delta*)].
 
 What the intervals do not cover: the bias of the model on pairs AIM never measured (the bootstrap
-world follows the model), a bias at the truth larger than |b|, and the Monte Carlo error of b and s
-(relative O(1 / sqrt(B)); B >= 50 recommended). Their estimand is the estimator on the exact
+world follows the model), a bias at the truth larger than |b| (the released model is smoother than
+the private rows, so |b| tends to fall short of it), and the Monte Carlo error of b and s (relative
+O(1 / sqrt(B)); B >= 50 recommended). Their estimand is the estimator on the exact
 marginals of the private rows: the OLS of the private rows for linear DD-SSP.
 """
 

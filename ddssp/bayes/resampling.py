@@ -36,6 +36,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from aim import AIM
 from marginals.dataset import Dataset
 from marginals.domain import Domain
 from marginals.mechanisms import Measurement
@@ -100,8 +101,6 @@ def aim_settings(release: Any) -> dict:
 
 def mechanism_errors(estimator: Any, source: Any, n_boot: int, rng: np.random.Generator) -> np.ndarray:
     """(n_boot, p) errors of ``estimator`` over AIM reruns on rows drawn from the released model."""
-    from aim import AIM  # noqa: PLC0415 (the estimators import ddssp.bayes; only this method needs aim)
-
     release, domain = release_parts(source)
     settings = aim_settings(release)
     attrs = list(domain.attrs)

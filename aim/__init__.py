@@ -1,12 +1,17 @@
-"""The AIM mechanism (adaptive select-measure-reconstruct) returning a release."""
+"""The AIM mechanism (adaptive select-measure-reconstruct): its configuration (`AIMConfig`),
+the run (`AIM`), the release it returns (`Release`, save/load), workloads and workload error;
+`synthesize` runs it on a raw table (spec given, or inferred under DP on the same ledger)."""
 
+from .config import AIMConfig
 from .mechanism import AIM, plan_round, round_cost, round_scales, should_anneal
 from .metrics import workload_error
+from .raw import synthesize
 from .release import NotPrivateWarning, Release, ReleaseFormatError, ReleaseView
 from .workload import all_k_way, candidates, normalize_workload
 
 __all__ = [
     "AIM",
+    "AIMConfig",
     "NotPrivateWarning",
     "Release",
     "ReleaseFormatError",
@@ -18,5 +23,6 @@ __all__ = [
     "round_cost",
     "round_scales",
     "should_anneal",
+    "synthesize",
     "workload_error",
 ]

@@ -12,34 +12,43 @@ scale about to be used), chosen by the exponential mechanism with sensitivity ma
 candidates that pass the model-size filter (inside a current junction-tree node, or the
 hypothetical model stays under max_model_size * rho_used / rho MB).
 
-Every charge goes through one `Accountant`; the run asserts the ledger never exceeds rho.
+Every charge goes through one `Accountant`; the run checks that the ledger never exceeds rho.
+
+Structure: `AIM.run` = `_initialise` (workload, budget, true answers, the 1-way measurements and a
+first fit) -> rounds (`_round`: plan the scales, filter, `_select` = score + exponential mechanism,
+measure, `_refit` + annealing test, anneal) -> `_finish` (the final fit). Everything a run carries
+from round to round lives in one `_RunState`; the hyperparameters in one `AIMConfig`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
-import sys
-import time
-from typing import Any, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from marginals.dataset import Dataset
-from marginals.distributed import DaskDataset
+from marginals.domain import Domain
+from marginals.measurement import Measurement
 from marginals.mechanisms import exponential_mechanism, measure_counts
-from marginals.privacy import BUDGET_RTOL, Accountant, cdp_rho
-from marginals.randomness import noise_source
+from marginals.privacy import BUDGET_RTOL, Accountant, BudgetExceeded, cdp_rho
+from marginals.randomness import RandomSource, noise_source
+from marginals.source import RowSource, check_unweighted, is_rows
 from pgm.estimation import estimate
 from pgm.junction_tree import model_size_mb
+from pgm.model import Model
 
+from .config import DEFAULT_DELTA, ESTIMATOR_OPTIONS, AIMConfig
+from .progress import RunProgress
 from .release import Release
 from .size_filter import filter_candidates
-from .workload import Clique, all_k_way, candidates, normalize_workload
+from .workload import Clique, Workload, all_k_way, candidates, normalize_workload
+
+__all__ = ["AIM", "AIMConfig", "ESTIMATOR_OPTIONS", "plan_round", "round_cost", "round_scales", "should_anneal"]
 
 MEASURE_SHARE = 0.9  # of each round's budget; the rest pays for the selection
 EXPECTED_L1 = math.sqrt(2 / math.pi)  # E|N(0, 1)|
-# `pgm.estimate` settings a run may change; iterations, tolerance, warm start and loss weight are AIM's own.
-ESTIMATOR_OPTIONS = ("stepsize", "step_growth", "armijo", "momentum", "resume_stepsize")
 
 
 def round_scales(rho_round: float) -> tuple[float, float]:
@@ -73,30 +82,34 @@ def _capped_iters(domain, cliques, most: int, least: int, work: float) -> int:
     return int(min(most, max(least, work // max(cells, 1.0))))
 
 
+@dataclass
+class _RunState:
+    """What one run carries from round to round. ``answers`` are the true (private) marginals:
+    they feed the scores and the measurements only and never leave the run."""
+
+    domain: Domain
+    workload: Workload
+    answers: dict[Clique, np.ndarray]
+    cand_weights: dict[Clique, float]
+    cand_list: list[Clique]
+    planned_rounds: int
+    ledger: Accountant
+    rng: RandomSource
+    sigma: float
+    eps: float
+    measurements: list[Measurement] = field(default_factory=list)
+    model: Model | None = None
+    log: list[dict] = field(default_factory=list)
+    last: bool = False
+
+
 class AIM:
     """The AIM mechanism; ``run(dataset)`` returns a `Release`.
 
-    Args:
-        epsilon, delta: the (epsilon, delta)-DP guarantee of the whole run.
-        workload: (clique, weight) pairs; default all 2-way marginals with <= max_cells cells.
-        max_model_size: cap on the junction-tree size in MB (reached when the budget is spent).
-        max_iters / tol: mirror-descent iterations and relative tolerance per round.
-        round_work: cap on a round's estimation work, in junction-tree cells x iterations: a
-            round on a model of C cells runs at most max(min_iters, round_work / C) iterations.
-        final_iters / final_tol / final_work: iterations, tolerance and work cap (cells x
-            iterations, never below 50 iterations) of the final estimation.
-        rounds: T, the initial number of rounds (default 16 x number of attributes).
-        estimator_options: extra mirror-descent settings for every `pgm.estimate` call (keys in
-            ESTIMATOR_OPTIONS, e.g. ``{"momentum": 0.0, "step_growth": 1.01}`` for mbi's rule).
-        anneal_iters: when set, a round whose fit says "anneal" is fitted on to this many
-            iterations in total (work-capped like a round) and the test is repeated before sigma
-            is halved.
-        insecure_seed: tests and benchmarks only. None (the default) draws all noise from the
-            operating system's secure source; an int seeds a replayable generator, warns, and
-            marks the release not private (the seed itself is never stored).
-        exact_noise: exact discrete Gaussian measurements (default); False adds float Gaussian
-            noise and is allowed only with ``insecure_seed`` (sampler benchmarks).
-        progress: per-round lines on stderr.
+    ``AIM(epsilon, delta, **hyperparameters)``: the keyword arguments are the fields of
+    `AIMConfig` (documented there; validated when the object is built) and ``progress``: report
+    every round on stderr (`aim.progress`: a tqdm bar on a terminal, plain lines otherwise).
+    ``AIM.from_config(config)`` builds one from a configuration, ``AIM.config`` exposes it.
 
     The defaults (25-iteration rounds, anneal confirmed at 100, an 80-iteration final fit) come
     from adult at eps = 1 (benchmarks/aim_adult.py, 6 seeds, float sampler): longer fits overfit
@@ -105,208 +118,175 @@ class AIM:
     confirmed annealing reach 0.0517.
     """
 
-    def __init__(
-        self,
-        epsilon: float,
-        delta: float = 1e-9,
-        workload: Sequence | None = None,
-        max_model_size: float = 80.0,
-        max_iters: int = 25,
-        tol: float | None = 1e-3,
-        round_work: float = 2e8,
-        min_iters: int = 10,
-        final_iters: int = 80,
-        final_tol: float | None = None,
-        final_work: float = 5e8,
-        rounds: int | None = None,
-        max_cells: int = 10_000,
-        loss_weight: str = "inverse_variance",
-        estimator_options: Mapping[str, Any] | None = None,
-        anneal_iters: int | None = 100,
-        insecure_seed: int | None = None,
-        exact_noise: bool = True,
-        progress: bool = False,
-    ) -> None:
-        self.epsilon = epsilon
-        self.delta = delta
-        self.workload = workload
-        self.max_model_size = max_model_size
-        self.max_iters = max_iters
-        self.tol = tol
-        self.round_work = round_work
-        self.min_iters = min_iters
-        self.final_iters = final_iters
-        self.final_tol = final_tol
-        self.final_work = final_work
-        self.rounds = rounds
-        self.max_cells = max_cells
-        self.loss_weight = loss_weight
-        self.estimator_options = estimator_options
-        self.anneal_iters = anneal_iters
-        self.insecure_seed = insecure_seed
-        self.exact_noise = exact_noise
+    def __init__(self, epsilon: float, delta: float = DEFAULT_DELTA, *, progress: bool = False,
+                 **hyperparameters: Any) -> None:
+        self._config = AIMConfig(epsilon, delta, **hyperparameters)
         self.progress = progress
 
-    def _log(self, message: str) -> None:
-        if self.progress:
-            print(message, file=sys.stderr, flush=True)
+    @classmethod
+    def from_config(cls, config: AIMConfig, *, progress: bool = False) -> "AIM":
+        """An AIM run with the hyperparameters of ``config`` (already validated)."""
+        if not isinstance(config, AIMConfig):
+            raise TypeError(f"config must be an AIMConfig, got {type(config).__name__}")
+        aim = cls.__new__(cls)
+        aim._config, aim.progress = config, progress
+        return aim
 
-    def _config(self, workload) -> dict:
-        return {
-            "mechanism": "AIM",
-            "epsilon": float(self.epsilon),
-            "delta": float(self.delta),
-            "max_model_size": float(self.max_model_size),
-            "max_iters": int(self.max_iters),
-            "tol": self.tol,
-            "round_work": float(self.round_work),
-            "min_iters": int(self.min_iters),
-            "final_iters": int(self.final_iters),
-            "final_tol": self.final_tol,
-            "final_work": float(self.final_work),
-            "rounds": self.rounds,
-            "max_cells": int(self.max_cells),
-            "loss_weight": self.loss_weight,
-            "estimator_options": dict(sorted((self.estimator_options or {}).items())),
-            "anneal_iters": self.anneal_iters,
-            "exact_noise": bool(self.exact_noise),
-            "workload": [[list(c), w] for c, w in workload],
-        }
+    @property
+    def config(self) -> AIMConfig:
+        """The run's hyperparameters (frozen)."""
+        return self._config
 
-    def run(self, dataset: Dataset | DaskDataset) -> Release:
+    def __repr__(self) -> str:
+        return f"AIM({self._config!r}, progress={self.progress})"
+
+    def run(self, dataset: RowSource) -> Release:
         """Run AIM on ``dataset`` and return the release (measurements, model, ledger, log)."""
-        if not isinstance(dataset, (Dataset, DaskDataset)):
-            raise TypeError(f"AIM.run needs a marginals.Dataset or marginals.DaskDataset, got {type(dataset).__name__}")
-        if dataset.weights is not None:  # weighted counts: sensitivity 1 would not hold
-            raise ValueError("AIM.run: the dataset has row weights, whose sensitivity is not 1; pass an unweighted dataset")
-        if not (self.max_model_size > 0):
-            raise ValueError(f"max_model_size must be > 0 MB, got {self.max_model_size}")
-        unknown = sorted(set(self.estimator_options or {}) - set(ESTIMATOR_OPTIONS))
-        if unknown:
-            raise ValueError(f"estimator_options: unknown key(s) {unknown}; allowed: {list(ESTIMATOR_OPTIONS)}")
-        domain = dataset.domain
-        workload = normalize_workload(
-            domain, self.workload if self.workload is not None else all_k_way(domain, 2, self.max_cells)
+        if not is_rows(dataset):
+            raise TypeError(
+                f"AIM.run needs private rows (a marginals.Dataset or DaskDataset), got {type(dataset).__name__}"
+            )
+        check_unweighted(dataset, "AIM.run")  # weighted counts: sensitivity 1 would not hold
+        state = self._initialise(dataset)
+        progress = RunProgress(self.progress, state.ledger.rho)
+        progress.start(
+            f"AIM: eps={self._config.epsilon:g} delta={self._config.delta:g} rho={state.ledger.rho:.6g}, "
+            f"{len(state.cand_list)} candidates, T={state.planned_rounds}, sigma={state.sigma:.2f}; 1-way marginals measured",
+            state.ledger.spent,
         )
-        rho = cdp_rho(self.epsilon, self.delta)
-        ledger = Accountant(rho, delta=self.delta)
-        if not self.exact_noise and self.insecure_seed is None:
-            raise ValueError("exact_noise=False (float Gaussian noise) is for benchmarks only: it needs insecure_seed")
-        rng = noise_source(self.insecure_seed)
-        start = time.perf_counter()
+        while not state.last:
+            progress.round(self._round(state))
+        self._finish(state)
+        progress.finish(len(state.log), state.model.size_mb)
+        return Release(
+            domain=state.domain,
+            measurements=state.measurements,
+            model=state.model,
+            ledger=state.ledger,
+            rounds=state.log,
+            config=dataclasses.replace(self._config, workload=tuple(state.workload)).to_dict(),
+            private=state.rng.private,
+        )
 
-        cand_weights = candidates(domain, workload)
-        oneway = [(a,) for a in domain.attrs]
-        cand_list = list(cand_weights)
-        queries = cand_list + [c for c in oneway if c not in cand_weights]
-        answers = dict(zip(queries, dataset.marginals(queries)))  # true answers, computed once
-
-        T = self.rounds if self.rounds is not None else 16 * len(domain)
+    def _initialise(self, dataset: RowSource) -> _RunState:
+        """Workload and candidates, the budget and its ledger, the true answers (computed once),
+        the 1-way measurements and the first fit."""
+        cfg = self._config
+        domain = dataset.domain
+        T = cfg.rounds if cfg.rounds is not None else 16 * len(domain)
         if T < len(domain) + 1:
             raise ValueError(f"rounds must exceed the number of attributes ({len(domain)}), got {T}")
+        workload = normalize_workload(domain, cfg.workload if cfg.workload is not None else all_k_way(domain, 2, cfg.max_cells))
+        rho = cdp_rho(cfg.epsilon, cfg.delta)
+        ledger = Accountant(rho, delta=cfg.delta)
+        rng = noise_source(cfg.insecure_seed)
+        cand_weights = candidates(domain, workload)
+        oneway = [(a,) for a in domain.attrs]
+        queries = list(cand_weights) + [c for c in oneway if c not in cand_weights]
+        answers = dict(zip(queries, dataset.marginals(queries)))
         sigma, eps = round_scales(rho / T)
-        measurements = []
+        state = _RunState(domain, workload, answers, cand_weights, list(cand_weights), T, ledger, rng, sigma, eps)
         for clique in oneway:
-            measurements.append(measure_counts(
-                answers[clique], clique, sigma, rng, ledger, label=f"init {clique[0]}", exact=self.exact_noise
+            state.measurements.append(measure_counts(
+                answers[clique], clique, sigma, rng, ledger, label=f"init {clique[0]}", exact=cfg.exact_noise
             ))
-        model = self._fit(domain, measurements, self.max_iters, self.tol)
-        log: list[dict] = []
-        self._log(
-            f"AIM: eps={self.epsilon:g} delta={self.delta:g} rho={rho:.6g}, {len(cand_list)} candidates, "
-            f"T={T}, sigma={sigma:.2f}; 1-way marginals measured ({100 * ledger.spent / rho:.1f}% of budget)"
-        )
-        terminate = False
-        while not terminate:
-            round_start = time.perf_counter()
-            sigma, eps, terminate = plan_round(rho - ledger.spent, sigma, eps)
-            rho_used = ledger.spent + round_cost(sigma, eps)
-            size_limit = self.max_model_size * rho_used / rho
-            allowed = self._filter(domain, model, cand_list, size_limit)
-            estimates = model.marginals(allowed)
-            penalty = EXPECTED_L1 * sigma
-            scores = np.array(
-                [
-                    cand_weights[r] * (np.abs(answers[r] - est).sum() - penalty * est.size)
-                    for r, est in zip(allowed, estimates)
-                ]
-            )
-            sensitivity = max(cand_weights[r] for r in allowed)
-            choice = allowed[exponential_mechanism(scores, eps, sensitivity, rng, ledger, label=f"select round {len(log) + 1}")]
-            measurements.append(
-                measure_counts(answers[choice], choice, sigma, rng, ledger, label=f"round {len(log) + 1}", exact=self.exact_noise)
-            )
-            before = estimates[allowed.index(choice)]
-            if terminate:  # the final estimation below fits the last measurement; no annealing test needed
-                anneal, iterations, size_mb = False, 0, model_size_mb(domain, model.cliques + (choice,))
-            else:
-                budget = self._round_iters(domain, model.cliques + (choice,))
-                model = self._fit(domain, measurements, budget, self.tol, warm_start=model)
-                iterations = model.info["iterations"]
-                anneal = should_anneal(before, model.marginals([choice])[0], sigma)
-                if anneal and iterations >= budget and budget < self.max_iters:
-                    # The work cap may have stopped the fit before the new marginal settled: an
-                    # under-converged fit looks "uninformative" and would anneal too early.
-                    model = self._fit(domain, measurements, self.max_iters - budget, self.tol, warm_start=model)
-                    iterations += model.info["iterations"]
-                    anneal = should_anneal(before, model.marginals([choice])[0], sigma)
-                confirm = 0 if self.anneal_iters is None else self._round_iters(domain, model.cliques, self.anneal_iters)
-                if anneal and iterations < confirm:
-                    # Short round fits steer selection well but make the annealing test noisy:
-                    # confirm an "anneal" with a longer (work-capped) fit before halving sigma.
-                    model = self._fit(domain, measurements, confirm - iterations, self.tol, warm_start=model)
-                    iterations += model.info["iterations"]
-                    anneal = should_anneal(before, model.marginals([choice])[0], sigma)
-                size_mb = model.size_mb
-            log.append(
-                {
-                    "round": len(log) + 1,
-                    "clique": list(choice),
-                    "sigma": sigma,
-                    "eps_select": eps,
-                    "rho_used": ledger.spent,
-                    "candidates": len(allowed),
-                    "model_size_mb": size_mb,
-                    "iterations": iterations,
-                    "annealed": anneal,
-                    # no wall time: the exact selection's running time depends on the private scores
-                }
-            )
-            self._log(
-                f"round {len(log):3d}  budget {100 * ledger.spent / rho:5.1f}%  {','.join(choice):<40} "
-                f"sigma={sigma:8.2f}  model {size_mb:6.2f} MB  {time.perf_counter() - round_start:.2f}s"
-                + ("  (anneal)" if anneal else "")
-            )
-            if anneal:
-                sigma, eps = sigma / 2, eps * 2
-        final_iters = self._final_iters(domain, tuple(m.clique for m in measurements))
-        model = self._fit(domain, measurements, final_iters, self.final_tol, warm_start=model)
-        assert ledger.spent <= rho * (1 + BUDGET_RTOL), "privacy ledger exceeds the budget"
-        self._log(f"AIM done: {len(log)} rounds, {time.perf_counter() - start:.1f}s, model {model.size_mb:.2f} MB")
-        return Release(
-            domain=domain,
-            measurements=measurements,
-            model=model,
-            ledger=ledger,
-            rounds=log,
-            config=self._config(workload),
-            private=rng.private,
-        )
+        state.model = self._fit(state, cfg.max_iters, cfg.tol)
+        return state
 
-    def _fit(self, domain, measurements, iters: int, tol: float | None, warm_start=None):
-        """One warm-started `pgm.estimate` call with this run's loss weight and estimator options."""
+    def _round(self, state: _RunState) -> dict:
+        """One round: plan the scales, filter, select, measure, refit and test for annealing; the
+        round's log entry."""
+        cfg = self._config
+        state.sigma, state.eps, state.last = plan_round(state.ledger.rho - state.ledger.spent, state.sigma, state.eps)
+        rho_used = state.ledger.spent + round_cost(state.sigma, state.eps)
+        allowed = self._filter(state.domain, state.model, state.cand_list, cfg.max_model_size * rho_used / state.ledger.rho)
+        number = len(state.log) + 1
+        choice, before = self._select(state, allowed, number)
+        state.measurements.append(measure_counts(
+            state.answers[choice], choice, state.sigma, state.rng, state.ledger, label=f"round {number}",
+            exact=cfg.exact_noise,
+        ))
+        if state.last:  # the final estimation fits the last measurement; no annealing test needed
+            anneal, iterations, size_mb = False, 0, model_size_mb(state.domain, state.model.cliques + (choice,))
+        else:
+            anneal, iterations = self._refit(state, choice, before)
+            size_mb = state.model.size_mb
+        entry = {
+            "round": number,
+            "clique": list(choice),
+            "sigma": state.sigma,
+            "eps_select": state.eps,
+            "rho_used": state.ledger.spent,
+            "candidates": len(allowed),
+            "model_size_mb": size_mb,
+            "iterations": iterations,
+            "annealed": anneal,
+            # no wall time: the exact selection's running time depends on the private scores
+        }
+        state.log.append(entry)
+        if anneal:
+            state.sigma, state.eps = state.sigma / 2, state.eps * 2
+        return entry
+
+    def _select(self, state: _RunState, allowed: list[Clique], number: int) -> tuple[Clique, np.ndarray]:
+        """Score the allowed candidates against the current model and pick one with the exponential
+        mechanism; returns the choice and the model's marginal over it before the measurement."""
+        estimates = state.model.marginals(allowed)
+        penalty = EXPECTED_L1 * state.sigma
+        weights, answers = state.cand_weights, state.answers
+        scores = np.array(
+            [weights[r] * (np.abs(answers[r] - est).sum() - penalty * est.size) for r, est in zip(allowed, estimates)]
+        )
+        sensitivity = max(weights[r] for r in allowed)
+        index = exponential_mechanism(scores, state.eps, sensitivity, state.rng, state.ledger, label=f"select round {number}")
+        return allowed[index], estimates[index]
+
+    def _refit(self, state: _RunState, choice: Clique, before: np.ndarray) -> tuple[bool, int]:
+        """The round's warm-started fit and the annealing test; returns (anneal, iterations)."""
+        cfg = self._config
+        budget = self._round_iters(state.domain, state.model.cliques + (choice,))
+        state.model = self._fit(state, budget, cfg.tol)
+        iterations = state.model.info["iterations"]
+        anneal = should_anneal(before, state.model.marginals([choice])[0], state.sigma)
+        if anneal and iterations >= budget and budget < cfg.max_iters:
+            # The work cap may have stopped the fit before the new marginal settled: an
+            # under-converged fit looks "uninformative" and would anneal too early.
+            state.model = self._fit(state, cfg.max_iters - budget, cfg.tol)
+            iterations += state.model.info["iterations"]
+            anneal = should_anneal(before, state.model.marginals([choice])[0], state.sigma)
+        confirm = 0 if cfg.anneal_iters is None else self._round_iters(state.domain, state.model.cliques, cfg.anneal_iters)
+        if anneal and iterations < confirm:
+            # Short round fits steer selection well but make the annealing test noisy:
+            # confirm an "anneal" with a longer (work-capped) fit before halving sigma.
+            state.model = self._fit(state, confirm - iterations, cfg.tol)
+            iterations += state.model.info["iterations"]
+            anneal = should_anneal(before, state.model.marginals([choice])[0], state.sigma)
+        return anneal, iterations
+
+    def _finish(self, state: _RunState) -> None:
+        """The final fit (covering the last measurement) and the ledger check."""
+        iters = self._final_iters(state.domain, tuple(m.clique for m in state.measurements))
+        state.model = self._fit(state, iters, self._config.final_tol)
+        if not state.ledger.spent <= state.ledger.rho * (1 + BUDGET_RTOL):
+            raise BudgetExceeded(f"privacy ledger exceeds the budget: spent {state.ledger.spent!r} of {state.ledger.rho!r}")
+
+    def _fit(self, state: _RunState, iters: int, tol: float | None) -> Model:
+        """One `pgm.estimate` call on all measurements so far, warm-started from the current model,
+        with this run's loss weight and estimator options."""
+        cfg = self._config
         return estimate(
-            domain, measurements, iters=iters, tol=tol, warm_start=warm_start, loss_weight=self.loss_weight,
-            **(self.estimator_options or {}),
+            state.domain, state.measurements, iters=iters, tol=tol, warm_start=state.model, loss_weight=cfg.loss_weight,
+            **cfg.estimator_options,
         )
 
-    def _round_iters(self, domain, cliques, most: int | None = None) -> int:
+    def _round_iters(self, domain: Domain, cliques, most: int | None = None) -> int:
         """Iterations for one round: ``most`` (default max_iters), fewer on big models (at most round_work cell-iterations)."""
-        return _capped_iters(domain, cliques, self.max_iters if most is None else most, self.min_iters, self.round_work)
+        cfg = self._config
+        return _capped_iters(domain, cliques, cfg.max_iters if most is None else most, cfg.min_iters, cfg.round_work)
 
-    def _final_iters(self, domain, cliques) -> int:
+    def _final_iters(self, domain: Domain, cliques) -> int:
         """Iterations of the final fit: final_iters, fewer on big models (at least 50)."""
-        return _capped_iters(domain, cliques, self.final_iters, 50, self.final_work)
+        return _capped_iters(domain, cliques, self._config.final_iters, 50, self._config.final_work)
 
     @staticmethod
     def _filter(domain, model, cand_list: list[Clique], size_limit: float) -> list[Clique]:

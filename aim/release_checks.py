@@ -5,10 +5,13 @@ allocated before the header has been checked.
 The order matters: (1) the file must be a zip archive whose members are plain ``.npy`` arrays
 (no pickle); (2) the JSON header is parsed (capped at `MAX_HEADER_MB`) and checked — its types,
 the domain (sizes capped by `marginals.domain.MAX_LEVELS`), every clique against the domain,
-finite positive sigmas and total, the ledger, and the configuration's epsilon / delta against
-the ledger; (3) the cells the measurements, the potentials and the model's junction tree will
-take are summed from the header alone and capped (`MAX_RELEASE_MB`); (4) each array's ``.npy``
-header (shape, dtype) is checked against what the header promises before its data is read.
+finite positive sigmas and total, the ledger, the configuration's epsilon / delta against
+the ledger (delta = the ledger's conversion delta + the ``threshold_delta`` reserved for
+thresholded histograms, which their charges may not exceed), and the spec (a valid
+`marginals.Discretizer` spec whose domain is exactly the release's); (3) the cells the
+measurements, the potentials and the model's junction tree will take are summed from the header
+alone and capped (`MAX_RELEASE_MB`); (4) each array's ``.npy`` header (shape, dtype) is checked
+against what the header promises before its data is read.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from marginals.discretize import Discretizer
 from marginals.domain import Domain
 from marginals.privacy import Accountant, BudgetExceeded, cdp_rho
 from pgm.junction_tree import model_size_mb
@@ -178,14 +182,33 @@ def check_header(header: Any, path: Any) -> dict:
             "total": float(model["total"]), "info": dict(model.get("info", {})), "ledger": ledger}
 
 
+def _threshold_delta(config: dict, ledger: Accountant, path: Any) -> float:
+    """The delta reserved for thresholded histograms, after checking that their charges fit in it."""
+    reserved = config.get("threshold_delta", 0.0)
+    if not (_number(reserved) and 0 <= reserved < 1):
+        raise _fail(path, f"config threshold_delta must lie in [0, 1), got {reserved!r}")
+    used = []
+    for c in ledger.charges:
+        d = c.params.get("delta", 0.0)
+        if not (_number(d) and 0 <= d < 1):
+            raise _fail(path, f"ledger charge {c.label!r}: delta must lie in [0, 1), got {d!r}")
+        used.append(float(d))
+    if math.fsum(used) > reserved * (1 + 1e-9):
+        raise _fail(path, f"the ledger's thresholded histograms use delta {math.fsum(used):.6g}, more than the "
+                          f"{reserved:.6g} the configuration reserves (threshold_delta)")
+    return float(reserved)
+
+
 def _check_budget(config: dict, ledger: Accountant, path: Any) -> None:
     """The configuration's (epsilon, delta), when present, must be what the ledger's budget is."""
+    reserved = _threshold_delta(config, ledger, path)
     if "delta" in config:
         delta = config["delta"]
         if not (_positive(delta) and delta < 1):
             raise _fail(path, f"config delta must lie in (0, 1), got {delta!r}")
-        if ledger.delta is None or not math.isclose(float(delta), float(ledger.delta), rel_tol=1e-12):
-            raise _fail(path, f"config delta {delta!r} does not match the ledger's delta {ledger.delta!r}")
+        if ledger.delta is None or not math.isclose(float(delta), float(ledger.delta) + reserved, rel_tol=1e-12):
+            extra = f" + threshold_delta {reserved!r}" if reserved else ""
+            raise _fail(path, f"config delta {delta!r} does not match the ledger's delta {ledger.delta!r}{extra}")
     if "epsilon" in config:
         eps = config["epsilon"]
         if not _positive(eps):
@@ -207,3 +230,21 @@ def check_potential(values: np.ndarray, clique: tuple[str, ...], path: Any) -> N
         raise _fail(path, f"model potential over {clique} holds NaN or +inf")
     if values.size and not np.isfinite(values).any():
         raise _fail(path, f"model potential over {clique} is -inf everywhere")
+
+
+def check_spec(spec: Any, version: int, domain: Domain, path: Any) -> dict | None:
+    """The header's spec (None when absent), after checking it is a valid discretization spec
+    whose domain is exactly the release's (names, order and sizes)."""
+    if spec is None:
+        return None
+    if version < 3:
+        raise _fail(path, f"release format version {version} has no spec, but the header holds one")
+    if not isinstance(spec, dict):
+        raise _fail(path, f"release spec must be a JSON object, got {type(spec).__name__}")
+    try:
+        disc = Discretizer.from_spec(spec)
+    except ValueError as exc:
+        raise _fail(path, f"release spec is invalid: {exc}") from None
+    if disc.domain != domain:
+        raise _fail(path, f"release spec describes {disc.domain!r}, not the release's domain {domain!r}")
+    return disc.to_spec()

@@ -38,14 +38,15 @@ def split_item(item) -> tuple[tuple, float]:
     return item, 1.0
 
 
-def normalize_workload(domain: Domain, workload: Iterable[tuple[Sequence[str], float] | Sequence[str]]) -> Workload:
-    """Validate a workload; cliques in domain order, merged duplicates (weights add), deterministic order."""
-    merged: dict[Clique, float] = {}
+def workload_items(workload: Iterable) -> tuple[tuple[tuple[str, ...], float], ...]:
+    """The domain-free checks of a workload: each entry as ``(clique tuple, weight)``, the clique
+    a non-empty sequence of names (not a string), the weight in (0, MAX_WEIGHT]."""
+    items = []
     for item in workload:
         clique, weight = split_item(item)
         if isinstance(clique, str):
             raise ValueError(f"a workload clique must be a sequence of attribute names, got the string {clique!r}")
-        clique = domain.canonical(domain.check(tuple(clique)))
+        clique = tuple(clique)
         if not clique:
             raise ValueError("a workload clique must name at least one attribute")
         weight = float(weight)
@@ -54,11 +55,20 @@ def normalize_workload(domain: Domain, workload: Iterable[tuple[Sequence[str], f
         if not weight <= MAX_WEIGHT:
             raise ValueError(f"workload weight of {clique} must be a finite number <= {MAX_WEIGHT:g} "
                              f"(weights are relative), got {weight:g}")
+        items.append((clique, weight))
+    if not items:
+        raise ValueError("the workload is empty")
+    return tuple(items)
+
+
+def normalize_workload(domain: Domain, workload: Iterable[tuple[Sequence[str], float] | Sequence[str]]) -> Workload:
+    """Validate a workload; cliques in domain order, merged duplicates (weights add), deterministic order."""
+    merged: dict[Clique, float] = {}
+    for clique, weight in workload_items(workload):
+        clique = domain.canonical(domain.check(clique))
         merged[clique] = merged.get(clique, 0.0) + weight
         if not merged[clique] <= MAX_WEIGHT:
             raise ValueError(f"workload weights of {clique} add up to {merged[clique]:g}, more than {MAX_WEIGHT:g}")
-    if not merged:
-        raise ValueError("the workload is empty")
     return sorted(merged.items(), key=lambda cw: _sort_key(domain, cw[0]))
 
 

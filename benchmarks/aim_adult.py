@@ -12,14 +12,14 @@ our defaults (momentum, work-capped rounds, tolerances): it separates the estima
 the workload error from the rest of the mechanism.
 
 ``--noise`` picks the noise: ``seeded`` (default: exact discrete Gaussian and exact selection on
-a seeded, test-only source, so runs are reproducible), ``secure`` (the product: exact samplers
-on the OS's secure source, no seed) or ``float`` (float Gaussian noise on a seeded source, the
-sampler the engine used before). ``--compare-samplers`` runs every job as ``secure`` and as
+a seeded, test-only source, and the synthetic rows sampled with the same seed, so runs are
+reproducible), ``secure`` (the product: exact samplers on the OS's secure source, no seed) or
+``float`` (float Gaussian noise on a seeded source, the sampler the engine used before). ``--compare-samplers`` runs every job as ``secure`` and as
 ``float`` back to back and prints the time ratio, plus the time the two samplers alone take to
 draw the noise of the run's measurements. ``--options JSON`` passes extra AIM keyword arguments
 (e.g. an estimation schedule) to every run.
 
-Usage: python benchmarks/aim_adult.py [--eps 0.1 1 10] [--seeds 0 1 2] [--jobs 1] [--md ours|mbi]
+Usage: python -m benchmarks.aim_adult [--eps 0.1 1 10] [--seeds 0 1 2] [--jobs 1] [--md ours|mbi]
        [--noise seeded|secure|float] [--compare-samplers] [--options JSON] [--json]
 """
 
@@ -27,11 +27,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
-import os
-import resource
 import sys
 import time
+
+from .harness import format_targets, in_fresh_processes, peak_rss_mb, single_threaded, target
 
 # Reference measured on this machine class (issue 4): mbi 2.0.0's AIM on adult, eps = 1,
 # delta = 1e-9, max_model_size 80, seed 0: 1,135 s, 38 rounds, 5.2 GB, errors 0.0513 / 0.0533.
@@ -46,14 +45,14 @@ MBI_MD = {
 
 def run_one(job: dict) -> dict:
     """One AIM run in this (fresh) process; returns its measurements."""
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    from aim import AIM, all_k_way, workload_error
-    from marginals.data import load_bundled
-
-    data = load_bundled(job["dataset"])
+    single_threaded()
     import warnings
 
+    from aim import AIM, all_k_way, workload_error
+    from marginals.data import load_bundled
     from marginals.randomness import InsecureSeedWarning
+
+    data = load_bundled(job["dataset"])
 
     warnings.simplefilter("ignore", InsecureSeedWarning)  # seeded modes are benchmarks by definition
     start, cpu_start = time.perf_counter(), time.process_time()
@@ -65,13 +64,14 @@ def run_one(job: dict) -> dict:
     release = AIM(job["epsilon"], job["delta"], max_model_size=job["max_model_size"], **settings).run(data)
     seconds, cpu_seconds = time.perf_counter() - start, time.process_time() - cpu_start
     workload = all_k_way(data.domain)
-    synthetic = release.synthetic_data()
+    # sampling is post-processing: seeded in the seeded modes, so their synthetic error is reproducible too
+    synthetic = release.synthetic_data(rng=None if job["noise"] == "secure" else job["seed"])
     return {
         **job,
         "rows": len(data),
         "seconds": seconds,
         "cpu_seconds": cpu_seconds,
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_rss_mb": peak_rss_mb(),
         "rounds": len(release.rounds),
         "final_sigma": release.rounds[-1]["sigma"] if release.rounds else None,
         "model_size_mb": release.model.size_mb,
@@ -109,7 +109,7 @@ def _mean(values):
     return sum(values) / len(values)
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--eps", type=float, nargs="+", default=[0.1, 1.0, 10.0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
@@ -127,77 +127,78 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compare-samplers", action="store_true",
                         help="run every job as secure exact and as seeded float, back to back, and compare times")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
 
+
+def plan(args) -> list[dict]:
+    """adult at every (eps, seed), the other data sets once at eps = 1; with --compare-samplers each
+    job twice (secure, float), interleaved so that machine load hits both modes alike."""
     base = {"delta": args.delta, "max_model_size": args.max_model_size, "md": args.md, "noise": args.noise,
             "options": args.options}
     jobs = [{"dataset": "adult", "epsilon": e, "seed": s, **base} for e in args.eps for s in args.seeds]
     jobs += [{"dataset": name, "epsilon": 1.0, "seed": 0, **base} for name in args.others]
-    if args.compare_samplers:  # interleaved, so that machine load hits both modes alike
+    if args.compare_samplers:
         jobs = [{**job, "noise": mode} for job in jobs for mode in ("secure", "float")]
-    context = mp.get_context("spawn")
-    start = time.perf_counter()
-    # maxtasksperchild=1: a fresh process per run, so ru_maxrss is that run's peak alone.
-    with context.Pool(processes=max(1, args.jobs), maxtasksperchild=1) as pool:
-        results = []
-        for res in pool.imap(run_one, jobs):
-            results.append(res)
-            if not args.json:
-                print(f"  done {res['dataset']} eps={res['epsilon']:g} seed={res['seed']}: {res['seconds']:.1f} s", file=sys.stderr)
-    total = time.perf_counter() - start
+    return jobs
 
+
+def summarize(results: list[dict], eps_grid) -> list[dict]:
+    """adult's means over seeds per (epsilon, noise mode)."""
     summary = []
-    for e, mode in [(e, m) for e in args.eps for m in dict.fromkeys(r["noise"] for r in results)]:
+    for e, mode in [(e, m) for e in eps_grid for m in dict.fromkeys(r["noise"] for r in results)]:
         group = [r for r in results if r["dataset"] == "adult" and r["epsilon"] == e and r["noise"] == mode]
         if not group:
             continue
+        mean = lambda key: _mean([r[key] for r in group])  # noqa: E731
         summary.append({
-            "epsilon": e,
-            "noise": mode,
-            "mean_rounds": _mean([r["rounds"] for r in group]),
-            "mean_exact_sampler_seconds": _mean([r["exact_sampler_seconds"] for r in group]),
-            "mean_float_sampler_seconds": _mean([r["float_sampler_seconds"] for r in group]),
-            "seeds": len(group),
-            "mean_seconds": _mean([r["seconds"] for r in group]),
-            "mean_cpu_seconds": _mean([r["cpu_seconds"] for r in group]),
-            "max_rss_mb": max(r["peak_rss_mb"] for r in group),
-            "mean_error_model": _mean([r["error_model"] for r in group]),
-            "mean_error_synthetic": _mean([r["error_synthetic"] for r in group]),
-        })
-    eps1 = next((s for s in summary if s["epsilon"] == 1.0 and s["noise"] != "float"), None)
+            "epsilon": e, "noise": mode, "mean_rounds": mean("rounds"),
+            "mean_exact_sampler_seconds": mean("exact_sampler_seconds"),
+            "mean_float_sampler_seconds": mean("float_sampler_seconds"), "seeds": len(group),
+            "mean_seconds": mean("seconds"), "mean_cpu_seconds": mean("cpu_seconds"),
+            "max_rss_mb": max(r["peak_rss_mb"] for r in group), "mean_error_model": mean("error_model"),
+            "mean_error_synthetic": mean("error_synthetic"),
+        })  # fmt: skip
+    return summary
+
+
+def sampler_comparison(summary: list[dict], eps_grid) -> list[dict]:
+    """Secure exact vs seeded float per epsilon where both modes ran: times, ratios, rounds."""
     comparison = []
-    for e in args.eps:
+    for e in eps_grid:
         pair = {s["noise"]: s for s in summary if s["epsilon"] == e}
         if "secure" in pair and "float" in pair:
-            comparison.append({"epsilon": e, "secure_seconds": pair["secure"]["mean_seconds"],
-                               "float_seconds": pair["float"]["mean_seconds"],
-                               "ratio": pair["secure"]["mean_seconds"] / pair["float"]["mean_seconds"],
-                               "secure_cpu_seconds": pair["secure"]["mean_cpu_seconds"],
-                               "float_cpu_seconds": pair["float"]["mean_cpu_seconds"],
-                               "cpu_ratio": pair["secure"]["mean_cpu_seconds"] / pair["float"]["mean_cpu_seconds"],
-                               "secure_rounds": pair["secure"]["mean_rounds"], "float_rounds": pair["float"]["mean_rounds"],
-                               "exact_sampler_seconds": pair["secure"]["mean_exact_sampler_seconds"],
-                               "float_sampler_seconds": pair["secure"]["mean_float_sampler_seconds"]})
-    targets = []
-    if eps1 is not None:
-        targets += [
-            ("adult eps=1 mean time < 40 s (stretch < 20 s)", eps1["mean_seconds"] < 40, f"{eps1['mean_seconds']:.1f} s"),
-            ("adult eps=1 mean model error <= 0.0513 (mbi, seed 0)", eps1["mean_error_model"] <= MBI_REFERENCE["model"],
-             f"{eps1['mean_error_model']:.4f}"),
-            ("adult eps=1 mean synthetic error <= 0.0533 (mbi, seed 0)",
-             eps1["mean_error_synthetic"] <= MBI_REFERENCE["synthetic"], f"{eps1['mean_error_synthetic']:.4f}"),
-        ]
-    max_rss = max(r["peak_rss_mb"] for r in results)
-    targets.append(("no run above 2 GB RSS", max_rss < 2048, f"max {max_rss:.0f} MB"))
-    targets.append(("every data set completes", len(results) == len(jobs), f"{len(results)}/{len(jobs)} runs"))
-    budget_ok = all(r["rho_spent"] <= r["rho"] * (1 + 1e-9) for r in results)
-    targets.append(("ledger within budget in every run", budget_ok, ""))
+            sec, flo = pair["secure"], pair["float"]
+            comparison.append({"epsilon": e, "secure_seconds": sec["mean_seconds"], "float_seconds": flo["mean_seconds"],
+                               "ratio": sec["mean_seconds"] / flo["mean_seconds"],
+                               "secure_cpu_seconds": sec["mean_cpu_seconds"], "float_cpu_seconds": flo["mean_cpu_seconds"],
+                               "cpu_ratio": sec["mean_cpu_seconds"] / flo["mean_cpu_seconds"],
+                               "secure_rounds": sec["mean_rounds"], "float_rounds": flo["mean_rounds"],
+                               "exact_sampler_seconds": sec["mean_exact_sampler_seconds"],
+                               "float_sampler_seconds": sec["mean_float_sampler_seconds"]})  # fmt: skip
+    return comparison
 
-    if args.json:
-        print(json.dumps({"runs": results, "summary": summary, "sampler_comparison": comparison, "total_seconds": total,
-                          "targets": [{"target": t, "met": bool(ok), "value": v} for t, ok, v in targets],
-                          "mbi_reference": MBI_REFERENCE}, indent=1))
-        return 0
+
+def targets(results: list[dict], summary: list[dict], n_jobs: int) -> list[dict]:
+    """The measured targets: adult at eps = 1 against time and mbi's errors, memory, completion, budget."""
+    out = []
+    eps1 = next((s for s in summary if s["epsilon"] == 1.0 and s["noise"] != "float"), None)
+    if eps1 is not None:
+        out += [
+            target("adult eps=1 mean time < 40 s (stretch < 20 s)", eps1["mean_seconds"] < 40, f"{eps1['mean_seconds']:.1f} s"),
+            target("adult eps=1 mean model error <= 0.0513 (mbi, seed 0)", eps1["mean_error_model"] <= MBI_REFERENCE["model"],
+                   f"{eps1['mean_error_model']:.4f}"),
+            target("adult eps=1 mean synthetic error <= 0.0533 (mbi, seed 0)",
+                   eps1["mean_error_synthetic"] <= MBI_REFERENCE["synthetic"], f"{eps1['mean_error_synthetic']:.4f}"),
+        ]  # fmt: skip
+    max_rss = max(r["peak_rss_mb"] for r in results)
+    out.append(target("no run above 2 GB RSS", max_rss < 2048, f"max {max_rss:.0f} MB"))
+    out.append(target("every data set completes", len(results) == n_jobs, f"{len(results)}/{n_jobs} runs"))
+    out.append(target("ledger within budget in every run", all(r["rho_spent"] <= r["rho"] * (1 + 1e-9) for r in results)))
+    return out
+
+
+def print_report(args, results: list[dict], summary: list[dict], comparison: list[dict]) -> None:
+    """The runs' table, adult's means over seeds and the sampler comparison."""
     print(f"AIM, delta = {args.delta:g}, max_model_size = {args.max_model_size:g} MB, all 2-way workload "
           f"(error = mean L1 on normalised marginals; TV = L1 / 2); estimation schedule: {args.md}")
     head = f"{'data':<16}{'rows':>8}{'eps':>6}{'seed':>5}{'noise':>7}{'seconds':>9}{'RSS MB':>8}{'rounds':>7}{'sigma':>8}{'model MB':>9}{'err model':>10}{'err synth':>10}{'TV model':>9}"
@@ -213,17 +214,35 @@ def main(argv: list[str] | None = None) -> int:
               f"error model {s['mean_error_model']:.4f}, synthetic {s['mean_error_synthetic']:.4f}")
     if comparison:
         print("\nsamplers: secure exact vs seeded float (same jobs, back to back)")
-        for c in comparison:
-            print(f"  eps={c['epsilon']:<5g} run {c['secure_seconds']:.2f} s vs {c['float_seconds']:.2f} s "
-                  f"(ratio {c['ratio']:.3f}; CPU {c['secure_cpu_seconds']:.2f} s vs {c['float_cpu_seconds']:.2f} s, "
-                  f"ratio {c['cpu_ratio']:.3f}; rounds {c['secure_rounds']:.1f} vs {c['float_rounds']:.1f}); "
-                  f"drawing the run's noise alone: exact {1000 * c['exact_sampler_seconds']:.0f} ms vs "
-                  f"float {1000 * c['float_sampler_seconds']:.1f} ms")
+    for c in comparison:
+        print(f"  eps={c['epsilon']:<5g} run {c['secure_seconds']:.2f} s vs {c['float_seconds']:.2f} s "
+              f"(ratio {c['ratio']:.3f}; CPU {c['secure_cpu_seconds']:.2f} s vs {c['float_cpu_seconds']:.2f} s, "
+              f"ratio {c['cpu_ratio']:.3f}; rounds {c['secure_rounds']:.1f} vs {c['float_rounds']:.1f}); "
+              f"drawing the run's noise alone: exact {1000 * c['exact_sampler_seconds']:.0f} ms vs "
+              f"float {1000 * c['float_sampler_seconds']:.1f} ms")
     print(f"\nmbi 2.0 reference (issue 4, 48,842 rows, seed 0): {MBI_REFERENCE['seconds']:.0f} s, "
           f"{MBI_REFERENCE['rss_mb'] / 1024:.1f} GB, errors {MBI_REFERENCE['model']} / {MBI_REFERENCE['synthetic']}")
-    print("targets:")
-    for target, ok, value in targets:
-        print(f"  [{'met' if ok else 'MISS'}] {target}: {value}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    jobs = plan(args)
+    start = time.perf_counter()
+    results = []
+    for res in in_fresh_processes(run_one, jobs, args.jobs):  # a fresh process per run: its own peak RSS
+        results.append(res)
+        if not args.json:
+            print(f"  done {res['dataset']} eps={res['epsilon']:g} seed={res['seed']}: {res['seconds']:.1f} s", file=sys.stderr)
+    total = time.perf_counter() - start
+    summary = summarize(results, args.eps)
+    comparison = sampler_comparison(summary, args.eps)
+    measured = targets(results, summary, len(jobs))
+    if args.json:
+        print(json.dumps({"runs": results, "summary": summary, "sampler_comparison": comparison, "total_seconds": total,
+                          "targets": measured, "mbi_reference": MBI_REFERENCE}, indent=1))  # fmt: skip
+        return 0
+    print_report(args, results, summary, comparison)
+    print(format_targets(measured))
     print(f"total wall time {total:.0f} s")
     return 0
 

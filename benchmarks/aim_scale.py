@@ -7,32 +7,32 @@ They are cached as ``.npz`` under ``benchmarks/cache/`` (git-ignored) and never 
 
 Configurations (``--configs``): ``w20`` (20 attributes, 500k rows), ``w35`` (35, 200k), ``w50``
 (50, 200k), each with the all-pairs workload, and ``w20-3way`` (20 attributes, all triples with at
-most 10,000 cells); each at every ``--eps``. Every run is a fresh process (its own peak RSS). The
-time shares come from wrapping, in that process, the size filter (``AIM._filter``), the candidate
-scoring (model marginal queries, ``Model.marginals`` and ``aim.mechanism.score_candidates`` when
-present) and the estimation (``aim.mechanism.estimate``).
+most 10,000 cells); each at every ``--eps``. Every run is a fresh interpreter (its own peak RSS)
+started with ``PYTHONPATH`` = the checkout to run. The time shares come from wrapping, in that
+process, the public functions that ``aim.mechanism`` calls by module name: the size filter
+(``filter_candidates``), the candidate scoring (``Model.marginals``, and ``score_candidates`` when
+present) and the estimation (``estimate``); a part the checkout lacks is reported as 0%.
 
 ``--code DIR ...`` runs other checkouts of the project (e.g. ``git archive`` of an older commit) on
 the same tables, for before/after ratios in one run.
 
 ``adult`` and ``adult-3way`` run the bundled adult table through the same harness.
 
-Usage: python benchmarks/aim_scale.py [--configs w35 w50 adult] [--eps 1 10] [--seeds 0] [--code DIR ...] [--json]
+Usage: python -m benchmarks.aim_scale [--configs w35 w50 adult] [--eps 1 10] [--seeds 0] [--code DIR ...] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing as mp
 import os
-import resource
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-CACHE = HERE / "cache"
+from benchmarks.harness import CACHE, ROOT, peak_rss_mb, run_json, single_threaded
+
 CONFIGS = {
     "w20": {"attrs": 20, "rows": 500_000, "k": 2},
     "w35": {"attrs": 35, "rows": 200_000, "k": 2},
@@ -116,48 +116,57 @@ class _Timer:
         return wrapped
 
 
-def run_one(job: dict) -> dict:
-    """One AIM run in this (fresh) process."""
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    sys.path.insert(0, job["code"])
+def instrument(timer: _Timer) -> None:
+    """Wrap the functions AIM calls through module attributes, in the checkout being run."""
     import aim.mechanism as mech
     import pgm.model
-    from aim import AIM, all_k_way, workload_error
 
-    data = load_table(job["config"], job["data_seed"])
-    k = CONFIGS[job["config"]]["k"]
-    workload = all_k_way(data.domain, k)
-    timer = _Timer()
-    mech.AIM._filter = staticmethod(timer.wrap("filter", mech.AIM._filter))
     pgm.model.Model.marginals = timer.wrap("selection", pgm.model.Model.marginals)
-    if hasattr(mech, "score_candidates"):
-        mech.score_candidates = timer.wrap("selection", mech.score_candidates)
-    mech.estimate = timer.wrap("estimation", mech.estimate)
-    start = time.perf_counter()
+    for name, part in (("filter_candidates", "filter"), ("score_candidates", "selection"), ("estimate", "estimation")):
+        if hasattr(mech, name):
+            setattr(mech, name, timer.wrap(part, getattr(mech, name)))
+
+
+def run_one(job: dict) -> dict:
+    """One AIM run in this (fresh) interpreter, on the checkout first on its PYTHONPATH."""
+    single_threaded()
     import inspect
     import warnings
 
+    from aim import AIM, all_k_way, workload_error
+
+    data = load_table(job["config"], job["data_seed"])
+    workload = all_k_way(data.domain, CONFIGS[job["config"]]["k"])
+    timer = _Timer()
+    instrument(timer)
+    start = time.perf_counter()
     warnings.simplefilter("ignore")  # seeded runs are benchmarks by definition (InsecureSeedWarning)
-    # older checkouts (--code) call the test-only seed `seed`
-    seed_arg = "insecure_seed" if "insecure_seed" in inspect.signature(AIM).parameters else "seed"
+    # older checkouts (--code) name the test-only seed `seed` in AIM's signature
+    seed_arg = "seed" if "seed" in inspect.signature(AIM).parameters else "insecure_seed"
     release = AIM(job["epsilon"], 1e-9, workload=workload, max_model_size=job["max_model_size"],
-                  **{seed_arg: job["seed"]}).run(data)
+                  **{seed_arg: job["seed"]}).run(data)  # fmt: skip
     seconds = time.perf_counter() - start
-    shares = {part: s / seconds for part, s in timer.seconds.items()}
-    error = workload_error(data, release.model, all_k_way(data.domain, 2))
+    shares = {part: s / seconds for part, s in timer.seconds.items()}  # before the error's own model queries
     return {
         **job,
         "attrs": len(data.domain),
         "rows": len(data),
         "candidates": release.rounds[0]["candidates"] if release.rounds else 0,
         "seconds": seconds,
-        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "peak_rss_mb": peak_rss_mb(),
         "rounds": len(release.rounds),
         "model_size_mb": release.model.size_mb,
-        "error_model": error,
+        "error_model": workload_error(data, release.model, all_k_way(data.domain, 2)),
         "cliques": [r["clique"] for r in release.rounds],
         "shares": shares,
     }
+
+
+def in_checkout(job: dict) -> dict:
+    """`run_one` in a fresh interpreter whose imports of the project come from ``job["code"]`` first
+    (this benchmark package from the repository this file belongs to)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([job["code"], str(ROOT)]))
+    return run_json([sys.executable, __file__, "--job", json.dumps(job)], env=env)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -167,13 +176,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="AIM seeds")
     parser.add_argument("--data-seed", type=int, default=0, help="seed of the generated tables")
     parser.add_argument("--max-model-size", type=float, default=80.0)
-    parser.add_argument("--code", nargs="+", default=[str(HERE.parent)],
+    parser.add_argument("--code", nargs="+", default=[str(ROOT)],
                         help="project checkout(s) to run (default: this one); several are interleaved job by job")
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--job", type=json.loads, help=argparse.SUPPRESS)  # internal: one run, JSON on stdout
     args = parser.parse_args(argv)
-
-    sys.path.insert(0, str(HERE.parent))
+    if args.job:
+        print(json.dumps(run_one(args.job)))
+        return 0
     for name in args.configs:  # generate (and cache) the tables once, before the timed runs
         load_table(name, args.data_seed)
     jobs = [
@@ -181,10 +192,9 @@ def main(argv: list[str] | None = None) -> int:
          "code": str(Path(code).resolve()), "code_arg": code}
         for c in args.configs for e in args.eps for s in args.seeds for code in args.code
     ]
-    context = mp.get_context("spawn")
     results = []
-    with context.Pool(processes=max(1, args.jobs), maxtasksperchild=1) as pool:
-        for res in pool.imap(run_one, jobs):
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:  # each thread waits on one interpreter
+        for res in pool.map(in_checkout, jobs):
             results.append(res)
             print(f"  done {res['config']} eps={res['epsilon']:g} seed={res['seed']}: {res['seconds']:.1f} s", file=sys.stderr)
     if args.json:

@@ -16,20 +16,17 @@ the largest single worker's peak RSS (ru_maxrss of the reaped worker processes,
 RUSAGE_CHILDREN), and the peak of the workers' summed RSS sampled every 0.1 s with psutil.
 All tables are compared cell by cell. Timings are reported, never asserted (shared machine).
 
-    .venv/bin/python benchmarks/dask_marginals.py              # a table
-    .venv/bin/python benchmarks/dask_marginals.py --json       # one JSON object
-    .venv/bin/python benchmarks/dask_marginals.py --rows 5000000 --partitions 10
+    .venv/bin/python -m benchmarks.dask_marginals              # a table
+    .venv/bin/python -m benchmarks.dask_marginals --json       # one JSON object
+    .venv/bin/python -m benchmarks.dask_marginals --rows 5000000 --partitions 10
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import os
-import platform
 import resource
-import subprocess
 import sys
 import tempfile
 import threading
@@ -39,12 +36,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from marginals import DaskDataset, Dataset, Domain
+from marginals.data import data_dir
 
-from marginals import DaskDataset, Dataset, Domain  # noqa: E402
-from marginals.data import data_dir, demo_dataset, load_bundled  # noqa: E402
-
-ROOT = Path(__file__).resolve().parent.parent
+from .harness import ROOT, adult_or_demo, data_source_name, machine_info, one_and_two_way, peak_rss_mb, run_json
 
 
 def cache_dir() -> Path:
@@ -53,26 +48,12 @@ def cache_dir() -> Path:
     return Path(base) / "dp-marginals"
 
 
-def _source() -> Dataset:
-    return load_bundled("adult") if data_dir() is not None else demo_dataset()
-
-
-def _peak_rss_mb(who: int = resource.RUSAGE_SELF) -> float:
-    """Peak resident memory in MiB (ru_maxrss is KiB on Linux, bytes on macOS)."""
-    rss = resource.getrusage(who).ru_maxrss
-    return rss / (1024 * 1024) if sys.platform == "darwin" else rss / 1024
-
-
-def _cliques(domain: Domain) -> list[tuple[str, ...]]:
-    return [(a,) for a in domain.attrs] + list(itertools.combinations(domain.attrs, 2))
-
-
 # --- the data ------------------------------------------------------------------------------------------------
 
 
 def build_parquet(rows: int, partitions: int, seed: int, log) -> tuple[Path, Domain, float]:
     """The cached table's folder (built on first use: rows resampled from adult, seeded), its domain, build seconds."""
-    base = _source()
+    base = adult_or_demo()
     name = f"{'adult' if data_dir() is not None else 'demo'}-resampled-{rows}-p{partitions}-seed{seed}"
     folder = cache_dir() / name
     if (folder / "_done.json").is_file():
@@ -109,12 +90,12 @@ def part_numpy(folder: Path, domain: Domain) -> tuple[dict, list[np.ndarray]]:
     ds = Dataset(df, domain)
     del df
     load_s = time.perf_counter() - start
-    cliques = _cliques(domain)
+    cliques = one_and_two_way(domain)
     start = time.perf_counter()
     tables = ds.marginals(cliques)
     info = {"backend": "numpy", "rows": len(ds), "partitions": 1, "tables": len(tables),
             "read_s": read_s, "load_s": load_s, "marginals_s": time.perf_counter() - start,
-            "peak_rss_mb": _peak_rss_mb()}
+            "peak_rss_mb": peak_rss_mb()}
     return info, tables
 
 
@@ -155,7 +136,7 @@ def part_dask(folder: Path, domain: Domain, workers: int) -> tuple[dict, list[np
         sampler.start()
     except ImportError:
         pass
-    cliques = _cliques(domain)
+    cliques = one_and_two_way(domain)
     ds = DaskDataset.from_parquet(folder, domain)
     start = time.perf_counter()
     tables = ds.marginals(cliques)  # validation + row count + all 120 tables in one pass
@@ -172,8 +153,8 @@ def part_dask(folder: Path, domain: Domain, workers: int) -> tuple[dict, list[np
         info["workers_start_sum_mb"] = (sampler.start_sum or 0) / 2**20
     client.close()
     cluster.close()
-    info["peak_rss_mb"] = _peak_rss_mb()  # the client process: client, scheduler and nannies
-    info["worker_peak_rss_mb"] = _peak_rss_mb(resource.RUSAGE_CHILDREN)  # largest reaped worker
+    info["peak_rss_mb"] = peak_rss_mb()  # the client process: client, scheduler and nannies
+    info["worker_peak_rss_mb"] = peak_rss_mb(resource.RUSAGE_CHILDREN)  # largest reaped worker
     return info, tables
 
 
@@ -181,12 +162,8 @@ def run_part(kind: str, folder: Path, workers: int) -> dict:
     """Run one backend in a fresh interpreter; returns its info plus its tables."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "tables.npz"
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--part", kind, "--folder", str(folder),
-               "--workers", str(workers), "--out", str(out)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
-        if proc.returncode != 0:
-            raise RuntimeError(f"{kind} part failed:\n{proc.stderr[-4000:]}")
-        info = json.loads(proc.stdout.strip().splitlines()[-1])
+        info = run_json([sys.executable, "-m", "benchmarks.dask_marginals", "--part", kind, "--folder", folder,
+                         "--workers", workers, "--out", out], cwd=ROOT)  # fmt: skip
         with np.load(out) as z:
             info["result"] = [z[f"t{i}"] for i in range(len(z.files))]
     return info
@@ -207,9 +184,8 @@ def _part_main(args) -> int:
 def benchmark(rows: int, partitions: int, seed: int, workers: int, log) -> dict:
     folder, domain, build_s = build_parquet(rows, partitions, seed, log)
     report: dict = {
-        "machine": {"cpus": os.cpu_count(), "load_average_1min": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
-                    "python": platform.python_version(), "numpy": np.__version__, "pandas": pd.__version__},
-        "data_source": "adult" if data_dir() is not None else "demo (bundled data absent)",
+        "machine": machine_info(),
+        "data_source": data_source_name(),
         "rows": rows, "files": partitions, "seed": seed, "folder": str(folder), "build_s": build_s,
         "parquet_mb": sum(f.stat().st_size for f in folder.glob("*.parquet")) / 2**20,
     }

@@ -48,7 +48,7 @@ Audits (neighbours chosen to be worst-case-ish for the statistic):
   (`ddssp.solvers.logistic_loss` for grad L_D). This audits the calibration assuming exact
   minimisation (the mechanism's own premise), not the solver.
 
-Usage: python benchmarks/dp_audit.py [--small] [--seed S] [--confidence 0.95] [--json]
+Usage: python -m benchmarks.dp_audit [--small] [--seed S] [--confidence 0.95] [--json]
 Without ``--seed`` the noise comes from `marginals.SecureRandom`; with it, from a seeded
 `marginals.InsecureRandom` (reproducible). ``--small`` is the CI configuration (tests/test_dp_audit.py).
 """

@@ -1,5 +1,5 @@
-"""TukeyEM and PMT in the Figure-3 benchmark: their fits (called by `figure3.py`) and their
-section of summary.md (called by `figure3_report.py`).
+"""TukeyEM and PMT in the Figure-3 benchmark: their fits (called by `figure3_fits`) and their
+section of summary.md (called by `figure3_report`).
 
 Methods (same encodings as DD-SSP; every fit at the grid's (epsilon, delta = 1e-5)):
 
@@ -29,6 +29,8 @@ import pandas as pd
 from ddssp import PMTLinearRegression, PMTLogisticRegression, TukeyEM, build_encoding
 from marginals import Dataset
 
+from .harness import grid
+
 PUBLIC_FRACTION = 0.05
 PUBLIC_SPLIT_SEED = 20240  # a fixed, public choice of which rows are public
 M_GRID = (250, 500, 750, 1000, 1250, 1500, 1750, 2000)
@@ -49,7 +51,8 @@ def choose_models(n: int, p: int) -> int:
 
 
 @lru_cache(maxsize=None)
-def _split_indices(n: int) -> tuple[np.ndarray, np.ndarray]:
+def split_indices(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """(private, public) row indices of a table of ``n`` rows, each sorted."""
     order = np.random.default_rng(PUBLIC_SPLIT_SEED).permutation(n)
     k = int(round(PUBLIC_FRACTION * n))
     return np.sort(order[k:]), np.sort(order[:k])
@@ -57,7 +60,7 @@ def _split_indices(n: int) -> tuple[np.ndarray, np.ndarray]:
 
 def public_split(data: Dataset) -> tuple[Dataset, Dataset]:
     """(private 95%, public 5%) of a table, by a fixed public random choice of rows."""
-    private_idx, public_idx = _split_indices(len(data))
+    private_idx, public_idx = split_indices(len(data))
     df = data.to_df()
     return (Dataset(df.iloc[private_idx].reset_index(drop=True), data.domain),
             Dataset(df.iloc[public_idx].reset_index(drop=True), data.domain))  # fmt: skip
@@ -79,17 +82,16 @@ def baseline_fits(task, data: Dataset, eps_list, trials: int, delta: float, cate
     methods = LINEAR if task.kind == "linear" else LOGISTIC
     for method in methods:
         if method == "pmt_release":
-            continue  # fitted next to the release (figure3.release_unit)
-        for eps in eps_list:
-            for trial in range(trials):
-                seed = seed_for(method, eps, trial)
-                if method == "tukeyem":
-                    model = TukeyEM(eps, delta, task.target, categorical=categorical, n_models=m, random_state=seed)
-                    yield method, eps, trial, seed, model, data, {"n_models": m}
-                else:
-                    model = pmt_model(task.kind, eps, delta, task.target, categorical, public, seed,
-                                      transform=(method == "pmt"))  # fmt: skip
-                    yield method, eps, trial, seed, model, private, {"public_moment": f"public split ({len(public)} rows)"}
+            continue  # fitted next to the release (figure3_fits.release_fits)
+        for eps, trial in grid(eps_list, trials):
+            seed = seed_for(method, eps, trial)
+            if method == "tukeyem":
+                model = TukeyEM(eps, delta, task.target, categorical=categorical, n_models=m, random_state=seed)
+                yield method, eps, trial, seed, model, data, {"n_models": m}
+            else:
+                model = pmt_model(task.kind, eps, delta, task.target, categorical, public, seed,
+                                  transform=(method == "pmt"))  # fmt: skip
+                yield method, eps, trial, seed, model, private, {"public_moment": f"public split ({len(public)} rows)"}
 
 
 def score(model, task, test: pd.DataFrame, evaluate) -> float:

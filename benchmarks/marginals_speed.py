@@ -5,9 +5,9 @@ made by resampling adult's rows with a seeded numpy Generator (10,000,000 rows b
 Each measurement runs in its own fresh process (multiprocessing, 'spawn'), so every part
 reports its own peak resident memory (ru_maxrss) and no part inherits another's memory.
 
-    .venv/bin/python benchmarks/marginals_speed.py            # a table
-    .venv/bin/python benchmarks/marginals_speed.py --json     # one JSON object
-    .venv/bin/python benchmarks/marginals_speed.py --rows 1000000 --pandas categorical
+    .venv/bin/python -m benchmarks.marginals_speed            # a table
+    .venv/bin/python -m benchmarks.marginals_speed --json     # one JSON object
+    .venv/bin/python -m benchmarks.marginals_speed --rows 1000000 --pandas categorical
 
 pandas is timed two ways, one ``groupby(...).size()`` per clique each time:
 - ``groupby``: on the integer code columns, ``sort=False`` (the plain way);
@@ -21,24 +21,26 @@ never asserted: on a shared machine they vary with the load (the load average is
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
-import multiprocessing as mp
-import os
-import platform
-import resource
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from marginals import Dataset, Domain
 
-from marginals import Dataset, Domain  # noqa: E402
-from marginals.data import data_dir, demo_dataset, load_bundled  # noqa: E402
+from .harness import (
+    adult_or_demo,
+    data_source_name,
+    format_targets,
+    in_fresh_process,
+    machine_info,
+    one_and_two_way,
+    peak_rss_mb,
+    repeat_timed,
+    target,
+)
 
 TARGET_ADULT_S = 0.2
 TARGET_BIG_S = 10.0
@@ -51,44 +53,21 @@ PANDAS_REPEAT_BELOW_S = 5.0
 # --- helpers run inside the worker processes ---------------------------------------------------
 
 
-def _peak_rss_mb() -> float:
-    """Peak resident memory of this process in MiB (ru_maxrss is KiB on Linux, bytes on macOS)."""
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return rss / (1024 * 1024) if sys.platform == "darwin" else rss / 1024
-
-
-def _source() -> Dataset:
-    return load_bundled("adult") if data_dir() is not None else demo_dataset()
-
-
-def _cliques(domain: Domain) -> list[tuple[str, ...]]:
-    return [(a,) for a in domain.attrs] + list(itertools.combinations(domain.attrs, 2))
-
-
 def _resampled_codes(rows: int, seed: int) -> tuple[Domain, list[np.ndarray], float]:
     """Adult's code columns resampled to ``rows`` rows (seeded), and the time it took."""
-    base = _source()
+    base = adult_or_demo()
     start = time.perf_counter()
     pick = np.random.default_rng(seed).integers(0, len(base), size=rows)
     codes = [base.column(a)[pick] for a in base.domain.attrs]
     return base.domain, codes, time.perf_counter() - start
 
 
-def _best_of(fn, repeat: int) -> tuple[list[float], object]:
-    times, result = [], None
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = fn()
-        times.append(time.perf_counter() - start)
-    return times, result
-
-
 def run_ours(kind: str, rows: int, seed: int, repeat: int) -> dict:
     """Our tables: build the Dataset, then time ``Dataset.marginals`` on all 1- and 2-way cliques."""
-    info: dict = {"part": f"ours/{kind}", "base_rss_mb": _peak_rss_mb()}
+    info: dict = {"part": f"ours/{kind}", "base_rss_mb": peak_rss_mb()}
     if kind == "adult":
         start = time.perf_counter()
-        ds = _source()
+        ds = adult_or_demo()
         info["build_s"] = time.perf_counter() - start
         info["build_detail"] = "read CSV + validate"
     else:
@@ -99,9 +78,9 @@ def run_ours(kind: str, rows: int, seed: int, repeat: int) -> dict:
         del codes
         info["build_s"] = resample_s + validate_s
         info["build_detail"] = f"resample {resample_s:.2f} s + Dataset validation {validate_s:.2f} s"
-    cliques = _cliques(ds.domain)
-    times, tables = _best_of(lambda: ds.marginals(cliques), repeat)
-    info.update(rows=len(ds), tables=len(cliques), times_s=times, best_s=min(times), peak_rss_mb=_peak_rss_mb())
+    cliques = one_and_two_way(ds.domain)
+    times, tables = repeat_timed(lambda: ds.marginals(cliques), repeat)
+    info.update(rows=len(ds), tables=len(cliques), times_s=times, best_s=min(times), peak_rss_mb=peak_rss_mb())
     info["result"] = tables
     return info
 
@@ -117,9 +96,9 @@ def _dense(series: pd.Series, attrs: tuple[str, ...], domain: Domain) -> np.ndar
 
 def run_pandas(kind: str, method: str, rows: int, seed: int, repeat: int) -> dict:
     """pandas tables: one ``groupby(list(clique)).size()`` per clique."""
-    info: dict = {"part": f"pandas-{method}/{kind}", "base_rss_mb": _peak_rss_mb()}
+    info: dict = {"part": f"pandas-{method}/{kind}", "base_rss_mb": peak_rss_mb()}
     if kind == "adult":
-        base = _source()
+        base = adult_or_demo()
         domain, df = base.domain, base.to_df()
         del base
     else:
@@ -135,24 +114,18 @@ def run_pandas(kind: str, method: str, rows: int, seed: int, repeat: int) -> dic
         count = lambda cl: df.groupby(list(cl), sort=False).size()  # noqa: E731
         info["build_detail"] = "-"
     info["build_s"] = time.perf_counter() - start
-    cliques = _cliques(domain)
+    cliques = one_and_two_way(domain)
     run = lambda: [count(cl) for cl in cliques]  # noqa: E731
-    times, series = _best_of(run, 1)
+    times, series = repeat_timed(run, 1)
     if times[0] < PANDAS_REPEAT_BELOW_S and repeat > 1:
-        more, series = _best_of(run, repeat - 1)
+        more, series = repeat_timed(run, repeat - 1)
         times += more
-    info.update(rows=len(df), tables=len(cliques), times_s=times, best_s=min(times), peak_rss_mb=_peak_rss_mb())
+    info.update(rows=len(df), tables=len(cliques), times_s=times, best_s=min(times), peak_rss_mb=peak_rss_mb())
     info["result"] = [_dense(s, cl, domain) for s, cl in zip(series, cliques)]
     return info
 
 
 # --- the driver -------------------------------------------------------------------------------------
-
-
-def in_fresh_process(fn, *args) -> dict:
-    """Run ``fn(*args)`` in a new spawned process (its ru_maxrss is then its own peak)."""
-    with ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn")) as pool:
-        return pool.submit(fn, *args).result()
 
 
 def exactness(ours: list[np.ndarray], theirs: list[np.ndarray]) -> dict:
@@ -161,18 +134,7 @@ def exactness(ours: list[np.ndarray], theirs: list[np.ndarray]) -> dict:
 
 
 def benchmark(rows: int, seed: int, repeat: int, methods: list[str], log) -> dict:
-    report: dict = {
-        "machine": {
-            "cpus": os.cpu_count(),
-            "load_average_1min": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
-            "python": platform.python_version(),
-            "numpy": np.__version__,
-            "pandas": pd.__version__,
-        },
-        "data_source": "adult" if data_dir() is not None else "demo (bundled data absent)",
-        "seed": seed,
-        "parts": [],
-    }
+    report: dict = {"machine": machine_info(), "data_source": data_source_name(), "seed": seed, "parts": []}
     for kind in ("adult", "resampled"):
         log(f"timing ours on {kind} ...")
         ours = in_fresh_process(run_ours, kind, rows, seed, repeat)
@@ -190,26 +152,26 @@ def benchmark(rows: int, seed: int, repeat: int, methods: list[str], log) -> dic
 
 
 def targets(parts: list[dict]) -> list[dict]:
+    """The measured targets: time on adult and on the big table, speed-up over pandas, memory, exactness."""
     def part(data, method):
         return next((p for p in parts if p["data"] == data and p["method"] == method), None)
 
-    ours_small, ours_big = part("adult", "ours"), part("resampled", "ours")
-    pandas_big = [p for p in parts if p["data"] == "resampled" and p["method"] != "ours"]
+    small, big = part("adult", "ours"), part("resampled", "ours")
     out = [
-        {"target": f"{ours_small['rows']:,} rows: {ours_small['tables']} tables < {TARGET_ADULT_S} s", "value": f"{ours_small['best_s']:.4f} s",
-         "met": ours_small["best_s"] < TARGET_ADULT_S},
-        {"target": f"{ours_big['rows']:,} rows: {ours_big['tables']} tables < {TARGET_BIG_S:g} s", "value": f"{ours_big['best_s']:.3f} s",
-         "met": ours_big["best_s"] < TARGET_BIG_S},
-    ]
+        target(f"{small['rows']:,} rows: {small['tables']} tables < {TARGET_ADULT_S} s", small["best_s"] < TARGET_ADULT_S,
+               f"{small['best_s']:.4f} s"),
+        target(f"{big['rows']:,} rows: {big['tables']} tables < {TARGET_BIG_S:g} s", big["best_s"] < TARGET_BIG_S,
+               f"{big['best_s']:.3f} s"),
+    ]  # fmt: skip
+    pandas_big = [p for p in parts if p["data"] == "resampled" and p["method"] != "ours"]
     if pandas_big:
         fastest = min(pandas_big, key=lambda p: p["best_s"])
-        out.append({"target": f"{ours_big['rows']:,} rows: >= {TARGET_SPEEDUP:g}x faster than the fastest pandas ({fastest['method']})",
-                    "value": f"{fastest['ratio']:.1f}x", "met": fastest["ratio"] >= TARGET_SPEEDUP})
+        out.append(target(f"{big['rows']:,} rows: >= {TARGET_SPEEDUP:g}x faster than the fastest pandas "
+                          f"({fastest['method']})", fastest["ratio"] >= TARGET_SPEEDUP, f"{fastest['ratio']:.1f}x"))  # fmt: skip
     peak = max(p["peak_rss_mb"] for p in parts if p["method"] == "ours")
-    out.append({"target": f"peak memory of our processes < {TARGET_RSS_MB / 1024:g} GB", "value": f"{peak:.0f} MB",
-                "met": peak < TARGET_RSS_MB})
-    out.append({"target": "our tables equal pandas' cell by cell", "value": "all" if all(p["exact"] for p in parts if p["exact"] is not None) else "NO",
-                "met": all(p["exact"] for p in parts if p["exact"] is not None)})
+    out.append(target(f"peak memory of our processes < {TARGET_RSS_MB / 1024:g} GB", peak < TARGET_RSS_MB, f"{peak:.0f} MB"))
+    exact = all(p["exact"] for p in parts if p["exact"] is not None)
+    out.append(target("our tables equal pandas' cell by cell", exact, "all" if exact else "NO"))
     return out
 
 
@@ -226,9 +188,7 @@ def print_table(report: dict) -> None:
         print(f"{p['data']:<10}{p['rows']:>12,}  {p['method']:<20}{p['tables']:>7}{p['best_s']:>10.4f}{len(p['times_s']):>5}"
               f"{p['ratio']:>8.1f}{exact:>7}{p['build_s']:>9.2f}{p['peak_rss_mb']:>11.0f} MB ({p['base_rss_mb']:.0f} MB)")
     print("build: " + "; ".join(f"{p['data']} {p['method']}: {p['build_detail']}" for p in report["parts"] if p["build_detail"] != "-"))
-    print("targets:")
-    for t in report["targets"]:
-        print(f"  [{'met' if t['met'] else 'MISSED'}] {t['target']}: {t['value']}")
+    print(format_targets(report["targets"]))
 
 
 def main(argv: list[str] | None = None) -> int:

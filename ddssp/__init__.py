@@ -28,7 +28,13 @@ from .encoding import (
 from .estimators import AIMSynth, DDSSPLinearRegression, DDSSPLogisticRegression
 from .metrics import mean_squared_error, roc_auc
 from .solvers import CollinearityWarning
-from .statistics import SufficientStatistics, gram_from_marginals, statistics_from_frame, sufficient_statistics
+from .statistics import (
+    InferredPairsWarning,
+    SufficientStatistics,
+    gram_from_marginals,
+    statistics_from_frame,
+    sufficient_statistics,
+)
 
 __all__ = [
     "AIMSynth",
@@ -41,6 +47,7 @@ __all__ = [
     "Encoding",
     "EncodingOptions",
     "INTERCEPT",
+    "InferredPairsWarning",
     "ObjPert",
     "PMTLinearRegression",
     "PMTLogisticRegression",

@@ -15,6 +15,8 @@ import numpy as np
 import pandas as pd
 
 from marginals import Dataset, Domain
+from marginals.source import MarginalSource
+from marginals.source import as_marginal_source as marginal_source
 
 from .encoding import Encoding, EncodingOptions, build_encoding
 from .solvers import sigmoid
@@ -25,27 +27,16 @@ def as_dataset(data: Any, domain: Domain | None = None) -> Dataset:
     if isinstance(data, Dataset):
         return data
     if isinstance(data, pd.DataFrame):
-        if domain is None:
-            raise ValueError("fitting on a DataFrame needs its public domain: pass fit(df, domain=...)")
-        if not isinstance(domain, Domain):
-            raise TypeError(f"domain must be a marginals.Domain, got {type(domain).__name__}")
-        cols = [str(c) for c in data.columns]
-        if all(a in cols for a in domain.attrs):  # extra columns are ignored, missing ones reported by Dataset
-            data = data.set_axis(cols, axis=1)[list(domain.attrs)]
-        return Dataset(data, domain)
+        return marginal_source(data, domain)
     raise TypeError(f"expected a marginals.Dataset or a pandas DataFrame of codes, got {type(data).__name__}")
 
 
-def as_marginal_source(source: Any, domain: Domain | None = None) -> Any:
-    """The object to query for marginals: a release or Dataset as is, a DataFrame wrapped as a Dataset."""
-    if isinstance(source, (pd.DataFrame, Dataset)):
-        return as_dataset(source, domain)
-    if hasattr(source, "marginals") and hasattr(source, "domain"):
-        return source
-    raise TypeError(
-        f"cannot fit on a {type(source).__name__}: pass a release (with .domain and .marginals), "
-        "a marginals.Dataset, or a DataFrame of codes with domain=..."
-    )
+def as_marginal_source(source: Any, domain: Domain | None = None) -> MarginalSource:
+    """The object to query for marginals: any `MarginalSource` as is, a DataFrame of codes as a Dataset."""
+    try:
+        return marginal_source(source, domain)
+    except TypeError as exc:
+        raise TypeError(f"cannot fit: {exc}") from None
 
 
 class EncodedLinearModel:

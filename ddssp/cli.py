@@ -1,6 +1,9 @@
-"""``dp-marginals``: the command line — ``synth`` (AIM release + synthetic table), ``fit`` (DD-SSP
-regression from a release alone), ``inspect`` (what a release holds and what it cost) and
-``discretize`` (raw table -> integer codes with a public spec, and back).
+"""``dp-marginals``: the command line — ``synth`` (AIM release + synthetic table; from codes, from
+raw values with a public spec, or from raw values alone with the spec inferred under DP; without
+--data it runs on the Adult table shipped with the package), ``fit`` (DD-SSP regression from a
+release alone), ``inspect`` (what a release holds and what it cost), ``discretize`` (raw table ->
+integer codes with a public spec, and back), ``spec`` (a spec drafted from a public schema;
+`ddssp.cli_spec`) and ``report`` (an HTML quality report of a release; `ddssp.cli_report`).
 
 Exit codes: 0 ok, 2 bad input (one line on stderr, no traceback), 1 internal error. ``--debug``
 shows the traceback. Progress goes to stderr; ``--quiet`` silences it. Files are written atomically;
@@ -25,14 +28,16 @@ import pandas as pd
 
 from aim import AIM, Release, all_k_way, normalize_workload, workload_error
 from aim.release import NotPrivateWarning
-from marginals.data import data_dir, demo_dataset, load_bundled
-from marginals.dataset import Dataset, read_csv_file
+from marginals.dataset import DataError, Dataset, read_csv_file
+from marginals.datasets import DATASETS
 from marginals.discretize import Discretizer
 from marginals.domain import AtomicOutputs, Domain, read_json, write_text_atomic
 from marginals.privacy import cdp_rho
 from marginals.randomness import sampling_rng
 
-from .encoding import categorical_preset
+from .cli_report import add_report_parser
+from .cli_spec import add_raw_synth_arguments, add_spec_parser, synth_raw
+from .encoding import CATEGORICAL_PRESETS, categorical_preset
 from .estimators import DDSSPLinearRegression, DDSSPLogisticRegression
 
 PROG = "dp-marginals"
@@ -64,13 +69,32 @@ def _names(text: str | None) -> list[str]:
 
 
 def nonnegative_int(text: str) -> int:
-    """argparse type: an integer >= 0 (seeds)."""
+    """argparse type: an integer >= 0 (seeds, lines to skip)."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"invalid integer {text!r}") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {value}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (row and cell counts)."""
+    value = nonnegative_int(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be a positive integer, got 0")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """argparse type: a finite number > 0 (sizes in MB)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number {text!r}") from None
+    if not (np.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text}")
     return value
 
 
@@ -103,37 +127,66 @@ def check_outputs(outputs: Sequence[tuple[str, Any]], inputs: Sequence[tuple[str
 
 
 def _load_input(args: argparse.Namespace) -> tuple[Dataset, str, Any]:
-    """(coded dataset, name, discretizer or None) from --data/--domain, --spec or a bundled set."""
+    """(coded dataset, name, discretizer or None) from --data/--domain, --spec or a shipped data set."""
     if args.data:
-        name = Path(args.data).stem
         if args.spec and args.domain:
             raise ValueError("give --domain (a CSV of codes) or --spec (a CSV of raw values), not both")
         if args.spec:
             disc = Discretizer.load(args.spec)
-            return disc.transform(_read_raw(args, disc)), name, disc
+            return _encode_raw(args, disc), _input_name(args), disc
         if not args.domain:
             raise ValueError("--data needs --domain (the public domain.json) or --spec (a discretization spec)")
-        return Dataset.from_csv(args.data, Domain.load(args.domain)), name, None
+        return Dataset.from_csv(args.data, Domain.load(args.domain)), _input_name(args), None
     if args.domain or args.spec:
         raise ValueError("--domain and --spec describe a --data file; give --data too")
-    if data_dir() is None:
-        _note(args, "note: the bundled data folder (../shared/data) is absent; using the built-in demo table")
-        return demo_dataset(), "demo", None
-    return load_bundled(args.dataset), args.dataset, None
+    return DATASETS[args.dataset](), args.dataset, None
 
 
 def _input_name(args: argparse.Namespace) -> str:
     """The name `_load_input` will give the input (for the default output paths)."""
-    if args.data:
-        return Path(args.data).stem
-    return "demo" if data_dir() is None else args.dataset
+    return Path(args.data).stem if args.data else args.dataset
 
 
 def _read_raw(args: argparse.Namespace, disc: Discretizer) -> pd.DataFrame:
     """The raw CSV of --data (header row, or the spec's column order with --no-header)."""
-    names = list(disc.domain.attrs) if args.no_header else None
-    return read_csv_file(args.data, header=None if args.no_header else "infer", names=names,
-                         skiprows=args.skip_rows, skipinitialspace=True)
+    try:
+        df = read_csv_file(args.data, header=None if args.no_header else "infer", skiprows=args.skip_rows,
+                           skipinitialspace=True)
+    except DataError as exc:
+        if "not a readable CSV" not in str(exc):
+            raise
+        raise ValueError(f"{exc}; if lines above the data are not CSV rows, skip them with --skip-rows N") from None
+    if not args.no_header:
+        return df
+    names = list(disc.domain.attrs)
+    if df.shape[1] != len(names):  # pandas would silently shift or pad the columns under names=
+        raise ValueError(f"{args.data}: {df.shape[1]} columns per row but the spec names {len(names)}; with "
+                         "--no-header the columns must be the spec's, in its order")
+    return df.set_axis(names, axis=1)
+
+
+#: phrases of library errors that name Python arguments -> the flag that does the same here.
+_FLAG_HINTS = (("extra='drop'", "--drop-extra"),)
+
+
+def _raw_error(args: argparse.Namespace, exc: Exception) -> ValueError:
+    """A raw-CSV encoding error as the command line says it: the file first, flags instead of arguments."""
+    message = str(exc)
+    for argument, flag in _FLAG_HINTS:
+        message = message.replace(argument, flag)
+    if "missing from the table" in message and not args.no_header:
+        message += "; a CSV without a header row needs --no-header (and --skip-rows N for lines above the data)"
+    return ValueError(f"{args.data}: {message}")
+
+
+def _encode_raw(args: argparse.Namespace, disc: Discretizer, out_dir: str | None = None) -> Any:
+    """Codes of the raw --data: a `Dataset`, or the transform report after writing them to ``out_dir``."""
+    raw = _read_raw(args, disc)
+    extra = "drop" if args.drop_extra else "error"
+    try:
+        return disc.transform(raw, extra=extra) if out_dir is None else disc.write(raw, out_dir, extra=extra)
+    except DataError as exc:
+        raise _raw_error(args, exc) from None
 
 
 def _workload(args: argparse.Namespace, domain: Domain) -> Any:
@@ -154,7 +207,12 @@ def cmd_synth(args: argparse.Namespace) -> int:
     out_path = Path(args.out or f"results/{_input_name(args)}-eps{args.epsilon:g}-synthetic.csv")
     release_path = Path(args.release or f"results/{_input_name(args)}-eps{args.epsilon:g}-release.npz")
     check_outputs([("--out", out_path), ("--release", release_path)],
-                  [("--data", args.data), ("--domain", args.domain), ("--spec", args.spec), ("--workload", args.workload)])
+                  [("--data", args.data), ("--domain", args.domain), ("--spec", args.spec), ("--workload", args.workload),
+                   ("--schema", args.schema)])
+    if args.data and not args.domain and not args.spec:  # raw values alone: the spec is inferred under DP
+        return synth_raw(args, out_path, release_path, lambda message: _note(args, message))
+    if args.schema or args.spec_budget is not None or args.columns:
+        raise ValueError("--schema, --spec-budget and --columns are for a raw --data without --spec or --domain")
     data, name, disc = _load_input(args)
     _note(args, f"{name}: {len(data):,} rows x {len(data.domain)} attributes")
     mechanism = AIM(
@@ -170,8 +228,10 @@ def cmd_synth(args: argparse.Namespace) -> int:
     release = mechanism.run(data)
     elapsed = time.perf_counter() - start
     rows_rng = sampling_rng(args.sample_seed)  # post-processing of the public model: a seed is safe here
-    synthetic = release.synthetic_data(args.rows, rng=rows_rng)
-    out = synthetic if disc is None else disc.inverse_transform(synthetic, rng=rows_rng, numeric=args.decode)
+    synthetic = release.synthetic_codes(args.rows, rng=rows_rng)
+    if disc is not None:
+        release = release.with_spec(disc)  # the release stores its public spec; rows come back readable
+    out = synthetic if disc is None else disc.inverse_transform(synthetic, rng=rows_rng, numeric=args.numeric, typed=True)
     with AtomicOutputs() as outputs:  # the release and the CSV: both or neither
         release.save(outputs.stage(release_path))
         write_text_atomic(outputs.stage(out_path), out.to_csv(index=False))
@@ -297,7 +357,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
         return 0
     status = "private" if release.private else "NOT PRIVATE (seeded noise source: tests/benchmarks only)"
     print(f"release {args.release}: {len(release.domain)} attributes, {status}")
-    print(release.ledger.summary())
+    print("\n".join([release.ledger.summary(), *release.threshold_lines()]))
     print(f"{report['rounds']} selection rounds ({report['annealed']} annealed); "
           f"workload of {report['workload_cliques']} cliques")
     print(f"model: {len(release.model.cliques)} cliques, {release.model.size_mb:.2f} MB, "
@@ -324,9 +384,9 @@ def cmd_discretize(args: argparse.Namespace) -> int:
     disc = Discretizer.load(args.spec)
     if args.decode:
         codes = read_csv_file(args.decode)
-        if args.numeric == "uniform" and args.seed is None:
-            raise ValueError("--numeric uniform draws random values: give --seed")
-        rng = np.random.default_rng(args.seed) if args.numeric == "uniform" else None
+        if args.numeric == "uniform" and args.sample_seed is None:
+            raise ValueError("--numeric uniform draws random values: give --sample-seed")
+        rng = np.random.default_rng(args.sample_seed) if args.numeric == "uniform" else None
         try:
             readable = disc.inverse_transform(codes, rng=rng, numeric=args.numeric)
         except ValueError as exc:
@@ -336,7 +396,7 @@ def cmd_discretize(args: argparse.Namespace) -> int:
         return 0
     if not args.data or not args.out_dir:
         raise ValueError("discretize needs --data and --out-dir (or --decode CODES.csv to map codes back)")
-    report = disc.write(_read_raw(args, disc), args.out_dir, extra="drop" if args.drop_extra else "error")
+    report = _encode_raw(args, disc, args.out_dir)
     print(f"wrote {args.out_dir}/data.csv ({report['rows']:,} rows), domain.json and discretizer.json")
     _note(args, "transform report (computed on the private rows: for the data holder, do not publish): "
           + json.dumps({k: report[k] for k in ("clipped", "other", "missing")}))
@@ -347,68 +407,136 @@ def cmd_discretize(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser with its four subcommands."""
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    common.add_argument("--debug", action="store_true", help="show tracebacks")
+    """The argument parser. Each subcommand is one ``_add_<name>(sub, common)`` call below: it adds its
+    parser (with the ``common`` flags), documents every flag and sets ``func`` to its ``cmd_<name>``."""
     parser = _Parser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser, metavar="COMMAND")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--quiet", action="store_true", help="no progress or notes on stderr")
+    common.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    _add_synth(sub, common)
+    _add_discretize(sub, common)
+    _add_fit(sub, common)
+    _add_inspect(sub, common)
+    add_spec_parser(sub, [common])
+    add_report_parser(sub, [common])
+    return parser
 
-    p = sub.add_parser("synth", parents=[common], help="AIM release and synthetic table")
-    p.add_argument("--data", help="CSV of integer codes (with --domain) or of raw values (with --spec)")
-    p.add_argument("--domain", help="the public domain.json of --data")
-    p.add_argument("--spec", help="a discretization spec (JSON) for raw --data; synthetic rows are decoded back")
-    p.add_argument("--decode", choices=["interval", "uniform"], default="interval",
-                   help="with --spec: numeric bins as intervals or uniform samples (default interval)")
-    p.add_argument("--no-header", action="store_true", help="with --spec: the raw CSV has no header row")
-    p.add_argument("--skip-rows", type=int, default=0, help="with --spec: lines to skip at the top of the raw CSV")
-    p.add_argument("--dataset", default="adult", help="bundled data set when --data is not given (default adult)")
-    p.add_argument("--epsilon", type=float, default=1.0)
-    p.add_argument("--delta", type=float, default=1e-9)
-    p.add_argument("--workload", help="JSON list of cliques or [clique, weight] pairs (default: all 2-way)")
-    p.add_argument("--max-cells", type=int, default=10_000, help="default workload: 2-way marginals up to this size")
-    p.add_argument("--max-model-size", type=float, default=80.0, help="MB (default 80)")
-    p.add_argument("--insecure-seed", type=nonnegative_int, default=None,
+
+class _Renamed(argparse.Action):
+    """A flag that was renamed (hidden from --help): using it is a usage error that names the new
+    spelling, given as ``const``."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, const: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs="?", const=const, help=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[override]
+        parser.error(f"{option_string} was renamed: use {self.const}")
+
+
+def _subcommand(sub: Any, common: argparse.ArgumentParser, name: str, summary: str, description: str) -> Any:
+    """A subcommand's parser with the ``common`` flags; ``summary`` shows in the command list,
+    ``description`` in its own --help."""
+    return sub.add_parser(name, parents=[common], help=summary, description=description)
+
+
+def _add_raw_csv_flags(p: argparse.ArgumentParser, when: str = "") -> None:
+    """--no-header, --skip-rows and --drop-extra: how to read a raw CSV (``synth --spec``, ``discretize``)."""
+    p.add_argument("--no-header", action="store_true",
+                   help=f"{when}the raw CSV has no header row: its columns are in the spec's order")
+    p.add_argument("--skip-rows", type=nonnegative_int, default=0, metavar="N",
+                   help=f"{when}lines to skip at the top of the raw CSV, e.g. a title line (default 0)")
+    p.add_argument("--drop-extra", action="store_true",
+                   help=f"{when}ignore raw columns the spec does not name (default: they are an error)")
+
+
+def _add_synth(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = _subcommand(sub, common, "synth", "AIM release and synthetic table",
+                    "Measure noisy marginals with AIM under (--epsilon, --delta), write the release "
+                    "and a synthetic CSV sampled from its model.")
+    p.add_argument("--data", metavar="CSV", help="CSV of integer codes (with --domain) or of raw values (with --spec, "
+                                                 "or alone: the spec is then inferred under DP, on the same budget)")
+    p.add_argument("--domain", metavar="JSON", help="the public domain.json of --data (column -> number of levels)")
+    p.add_argument("--spec", metavar="JSON",
+                   help="a public discretization spec for raw --data; synthetic rows are decoded back to values")
+    p.add_argument("--numeric", choices=["uniform", "midpoint", "interval"], default="uniform",
+                   help="raw data: decoded numeric bins as values drawn uniformly inside the bin (default), "
+                        "bin midpoints, or interval labels")
+    p.add_argument("--decode", action=_Renamed,
+                   const="--numeric uniform|midpoint|interval (--decode is discretize's CSV of codes)")
+    _add_raw_csv_flags(p, "raw data: ")
+    add_raw_synth_arguments(p)
+    p.add_argument("--dataset", choices=sorted(DATASETS), default="adult",
+                   help="data set shipped with the package, used when --data is not given (default adult: "
+                        "the UCI Adult table, 47,842 rows)")
+    p.add_argument("--epsilon", type=float, default=1.0, help="privacy budget epsilon of the release, > 0 (default 1)")
+    p.add_argument("--delta", type=float, default=1e-9,
+                   help="privacy budget delta of the release, in (0, 1); keep it far below 1/rows (default 1e-9)")
+    p.add_argument("--workload", metavar="JSON",
+                   help="JSON list of cliques or [clique, weight] pairs (default: all 2-way)")
+    p.add_argument("--max-cells", type=positive_int, default=10_000, metavar="N",
+                   help="default workload: the 2-way marginals of at most N cells (default 10000)")
+    p.add_argument("--max-model-size", type=positive_float, default=80.0, metavar="MB",
+                   help="largest graphical model AIM may fit, in MB (default 80)")
+    p.add_argument("--insecure-seed", type=nonnegative_int, default=None, metavar="SEED",
                    help="TESTS/BENCHMARKS ONLY: seed the noise; anyone who knows it can undo the noise, and the "
                         "release is marked not private (default: the OS's secure source, nothing to seed)")
-    p.add_argument("--sample-seed", type=nonnegative_int, default=None,
+    p.add_argument("--sample-seed", type=nonnegative_int, default=None, metavar="SEED",
                    help="seed for drawing the synthetic rows from the released model (post-processing: safe)")
-    p.add_argument("--rows", type=int, help="synthetic rows (default: the release's estimated total)")
-    p.add_argument("--out", help="synthetic CSV (default results/<name>-eps<eps>-synthetic.csv)")
-    p.add_argument("--release", help="release file (default results/<name>-eps<eps>-release.npz)")
+    p.add_argument("--rows", type=positive_int, metavar="N",
+                   help="synthetic rows (default: the release's estimated total)")
+    p.add_argument("--out", metavar="CSV", help="synthetic CSV (default results/<name>-eps<eps>-synthetic.csv)")
+    p.add_argument("--release", metavar="NPZ", help="release file (default results/<name>-eps<eps>-release.npz)")
     p.add_argument("--evaluate", action="store_true",
                    help="also print the workload error against the private rows (a non-private diagnostic)")
     p.set_defaults(func=cmd_synth)
 
-    p = sub.add_parser("discretize", parents=[common], help="raw table -> integer codes (public spec), or back")
-    p.add_argument("--spec", required=True, help="the discretization spec (JSON; see marginals.discretize)")
-    p.add_argument("--data", help="raw CSV to encode")
-    p.add_argument("--no-header", action="store_true", help="the raw CSV has no header row: columns in spec order")
-    p.add_argument("--skip-rows", type=int, default=0, help="lines to skip at the top of the raw CSV")
-    p.add_argument("--drop-extra", action="store_true", help="ignore raw columns the spec does not name")
-    p.add_argument("--out-dir", help="folder for data.csv, domain.json and discretizer.json")
-    p.add_argument("--decode", help="a CSV of codes (e.g. synthetic rows) to map back to readable values")
+
+def _add_discretize(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = _subcommand(sub, common, "discretize", "raw table -> integer codes (public spec), or back",
+                    "Encode a raw CSV into codes + domain.json with a public spec (--data, --out-dir), "
+                    "or decode a CSV of codes back to readable values (--decode).")
+    p.add_argument("--spec", required=True, metavar="JSON", help="the discretization spec (see marginals.discretize)")
+    p.add_argument("--data", metavar="CSV", help="raw CSV to encode")
+    _add_raw_csv_flags(p)
+    p.add_argument("--out-dir", metavar="DIR", help="folder for data.csv, domain.json and discretizer.json")
+    p.add_argument("--decode", metavar="CSV",
+                   help="a CSV of codes (e.g. synthetic rows) to map back to readable values")
     p.add_argument("--numeric", choices=["interval", "uniform"], default="interval",
-                   help="decoded numeric bins: interval strings or uniform samples (needs --seed)")
-    p.add_argument("--seed", type=nonnegative_int, help="seed for --numeric uniform")
-    p.add_argument("--out", help="decoded CSV (default <codes>-decoded.csv)")
+                   help="decoded numeric bins as interval labels or uniform draws inside the bin (needs "
+                        "--sample-seed; default interval)")
+    p.add_argument("--sample-seed", type=nonnegative_int, metavar="SEED",
+                   help="seed for --numeric uniform (post-processing of public codes: safe)")
+    p.add_argument("--seed", type=nonnegative_int, dest="sample_seed", help=argparse.SUPPRESS)  # the old name
+    p.add_argument("--out", metavar="CSV", help="decoded CSV (default <codes>-decoded.csv)")
     p.set_defaults(func=cmd_discretize)
 
-    p = sub.add_parser("fit", parents=[common], help="DD-SSP regression from a release alone")
-    p.add_argument("--release", required=True)
-    p.add_argument("--target", required=True)
-    p.add_argument("--model", choices=["linear", "logistic"], default="linear")
-    p.add_argument("--exclude", help="comma-separated attributes to leave out of the features")
-    p.add_argument("--categorical", help="comma-separated one-hot features (others numeric; default: all one-hot)")
-    p.add_argument("--preset", help="the paper's categorical features for a bundled data set (e.g. adult)")
-    p.add_argument("--json", help="also write the coefficients to this JSON file")
+
+def _add_fit(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = _subcommand(sub, common, "fit", "DD-SSP regression from a release alone",
+                    "Fit a DD-SSP regression from the marginals of a release (no private rows, "
+                    "no further privacy cost) and print its coefficients.")
+    p.add_argument("--release", required=True, metavar="NPZ", help="a release file written by synth")
+    p.add_argument("--target", required=True, metavar="ATTR", help="the attribute to predict (a column of the release)")
+    p.add_argument("--model", choices=["linear", "logistic"], default="linear",
+                   help="linear (least squares) or logistic (Chebyshev approximation; a 2-level target) "
+                        "(default linear)")
+    p.add_argument("--exclude", metavar="ATTRS", help="comma-separated attributes to leave out of the features")
+    p.add_argument("--categorical", metavar="ATTRS",
+                   help="comma-separated one-hot features (others numeric; default: all one-hot)")
+    p.add_argument("--preset", choices=sorted(CATEGORICAL_PRESETS),
+                   help="the DD-SSP paper's one-hot features for that data set (instead of --categorical)")
+    p.add_argument("--json", metavar="FILE", help="also write the coefficients to this JSON file")
     p.set_defaults(func=cmd_fit)
 
-    p = sub.add_parser("inspect", parents=[common], help="ledger, measurements, model and rounds of a release")
-    p.add_argument("release")
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+def _add_inspect(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = _subcommand(sub, common, "inspect", "ledger, measurements, model and rounds of a release",
+                    "Print what a release holds and what it cost: the privacy ledger, measurements, "
+                    "model cliques and selection rounds.")
+    p.add_argument("release", metavar="NPZ", help="a release file written by synth")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     p.set_defaults(func=cmd_inspect)
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:

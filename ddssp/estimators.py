@@ -23,6 +23,7 @@ import pandas as pd
 from marginals import Dataset, Domain
 
 from marginals.randomness import sampling_rng
+from marginals.source import ModelSource, implements
 
 from .base import EncodedLinearModel, as_dataset, as_marginal_source
 from .bayes.intervals import CoefficientIntervalMixin
@@ -202,9 +203,10 @@ class AIMSynth(EncodedLinearModel):
             raise ValueError(f"task must be 'linear' or 'logistic', got {self.task!r}")
         if isinstance(source, (pd.DataFrame, Dataset)):
             table = as_dataset(source, domain)
-        elif hasattr(source, "synthetic_data") and hasattr(source, "domain"):
+        elif implements(source, ModelSource):
             rng = sampling_rng(self.random_state)
-            synthetic = source.synthetic_data(n=self.n_synthetic, rng=rng)
+            draw = getattr(source, "synthetic_codes", source.synthetic_data)  # a release with a spec decodes by default
+            synthetic = draw(n=self.n_synthetic, rng=rng)
             if not isinstance(synthetic, (pd.DataFrame, Dataset)):
                 raise TypeError(f"synthetic_data returned a {type(synthetic).__name__}, expected a DataFrame of codes")
             table = as_dataset(synthetic, source.domain)

@@ -5,9 +5,9 @@ Proposition 3.2 of Ferrando & Sheldon: the block of Z^T Z for attributes (j, k) 
 The intercept (a constant-1 "attribute") contributes ``mu_j A_j^T`` against attribute j and the
 total n against itself. Z = [X, y], so Z^T Z holds X^T X, X^T y and y^T y.
 
-A *marginal source* is any object with ``.domain`` (a `marginals.Domain`) and
-``.marginals(list_of_attr_tuples) -> list[np.ndarray]`` returning counts (int or float) with axes
-in the order asked: `marginals.Dataset` gives exact marginals; an AIM release gives its model's.
+The input is a `marginals.source.MarginalSource` (``.domain``, ``.total``, ``.marginals(cliques)``
+returning counts with axes in the order asked): `marginals.Dataset` gives exact marginals; an AIM
+release (a `ModelSource`) gives its model's, and pairs outside its cliques are flagged as inferred.
 All pairs and one-way marginals are requested in a single call so the source can batch them.
 """
 
@@ -21,11 +21,16 @@ import numpy as np
 import pandas as pd
 
 from marginals import Dataset
+from marginals.source import MarginalSource, ModelSource, implements, implements_member, protocol_members
 
 from .encoding import Encoding
 
 #: how many uncovered pairs the coverage warning names.
 WARN_EXAMPLES = 3
+
+
+class InferredPairsWarning(UserWarning):
+    """Some attribute pairs of Z^T Z lie in no model clique: their marginals are inferred, not measured."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -45,11 +50,10 @@ def _blocks(encoding: Encoding) -> list[tuple[str, np.ndarray]]:
 
 
 def _check_source(source: Any, encoding: Encoding) -> None:
-    for name in ("domain", "marginals"):
-        if not hasattr(source, name):
-            raise TypeError(
-                f"a marginal source needs .domain and .marginals(cliques); {type(source).__name__} lacks .{name}"
-            )
+    if not implements(source, MarginalSource):
+        missing = [n for n in protocol_members(MarginalSource) if not implements_member(source, n)]
+        raise TypeError(f"a marginal source needs .domain, .total and .marginals(cliques); "
+                        f"{type(source).__name__} lacks .{', .'.join(missing)}")  # fmt: skip
     for attr in encoding.feature_attrs + (encoding.target,):
         if attr not in source.domain:
             raise ValueError(
@@ -69,16 +73,15 @@ def uncovered_pairs(pairs: Sequence[tuple[str, str]], cliques: Sequence[Sequence
 
 
 def _warn_inferred(source: Any, pairs: list[tuple[str, str]]) -> None:
-    cliques = getattr(getattr(source, "model", None), "cliques", None)
-    if cliques is None:
-        return
-    missing = uncovered_pairs(pairs, cliques)
+    if not implements(source, ModelSource):
+        return  # rows: every marginal is exact
+    missing = uncovered_pairs(pairs, source.cliques)
     if missing:
         examples = ", ".join(f"({a}, {b})" for a, b in missing[:WARN_EXAMPLES])
         warnings.warn(
             f"{len(missing)} of {len(pairs)} attribute pairs needed for Z^T Z are not inside any model clique: "
             f"their marginals are inferred by the model rather than measured (e.g. {examples})",
-            UserWarning,
+            InferredPairsWarning,
             stacklevel=5,  # the caller of .fit(...)
         )
 

@@ -196,7 +196,8 @@ class Dataset:
 
     @classmethod
     def from_codes(cls, codes: Iterable[np.ndarray], domain: Domain) -> "Dataset":
-        """Wrap already-validated code arrays (one per domain attribute) without copying through pandas."""
+        """A Dataset from code arrays, one per domain attribute in domain order; they pass through a
+        DataFrame and are validated like any other table."""
         arrays = [np.asarray(c) for c in codes]
         return cls(pd.DataFrame(dict(zip(domain.attrs, arrays))), domain)
 
@@ -207,6 +208,16 @@ class Dataset:
     def records(self) -> int:
         """Number of rows."""
         return len(self)
+
+    @property
+    def weighted(self) -> bool:
+        """True when rows carry weights (counts are weight sums; count sensitivity is not 1)."""
+        return self.weights is not None
+
+    @property
+    def total(self) -> float:
+        """The number of rows, or the sum of the row weights."""
+        return float(len(self)) if self.weights is None else float(self.weights.sum())
 
     def column(self, attr: str) -> np.ndarray:
         """The code array of one attribute (read-only view)."""

@@ -167,6 +167,7 @@ class DaskDataset:
         self.split_every = int(split_every)
         self._ddf = ddf
         self._rows: int | None = None  # set by the first (validating) pass
+        self._total: float | None = None  # weighted total, computed on first use
         self._reread: Callable[[], Any] | None = None  # from_csv: re-read as text if parsing fails
         self._as_text = False  # True once that happened
 
@@ -208,9 +209,18 @@ class DaskDataset:
         return self._ddf
 
     @property
-    def weights(self) -> str | None:
-        """None, or the weight column's name when counts are weighted (AIM refuses weighted data)."""
-        return self.weight_column
+    def weighted(self) -> bool:
+        """True when counts are sums of ``weight_column`` (AIM refuses weighted data)."""
+        return self.weight_column is not None
+
+    @property
+    def total(self) -> float:
+        """The number of rows, or the sum of the weight column (a pass over the data, cached)."""
+        if self.weight_column is None:
+            return float(len(self))
+        if self._total is None:
+            self._total = float(self.marginals([self.domain.attrs[:1]])[0].sum())
+        return self._total
 
     @property
     def npartitions(self) -> int:

@@ -18,7 +18,7 @@ import math
 from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
-from .privacy import check_delta
+from .privacy import check_delta, check_epsilon_delta
 
 
 def _log_delta(mu: float, eps: float) -> float:
@@ -58,9 +58,7 @@ def gdp_eps(mu: float, delta: float) -> float:
 
 def gdp_mu(eps: float, delta: float) -> float:
     """Largest mu such that mu-GDP implies (eps, delta)-DP (rounded toward safety)."""
-    eps, delta = float(eps), check_delta(delta)
-    if not (eps > 0 and math.isfinite(eps)):
-        raise ValueError(f"epsilon must be a finite number > 0, got {eps}")
+    eps, delta = check_epsilon_delta(eps, delta)
     lo, hi = 1e-3, 1.0  # delta(mu) increases in mu from 0 to 1
     while gdp_delta(hi, eps) <= delta:
         hi *= 2

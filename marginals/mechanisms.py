@@ -10,59 +10,39 @@
   exp(epsilon * score / (2 * sensitivity)) by exact rejection sampling (`exact.exponential_choice`),
   run at epsilon - `EM_ROUNDING` so that its rounding slack stays inside the charged epsilon.
 
-The randomness is `marginals.randomness.SecureRandom` unless the caller passes a seeded source
-(tests and benchmarks). The charge is recorded before any noise is drawn; a refused charge draws
-nothing.
+Every mechanism takes its noise as ``rng`` (`marginals.randomness.NoiseSource`), resolved by
+`noise_source`: None is the operating system's secure source; an int seed or an
+`InsecureRandom` replays the noise and is for tests and benchmarks only. The charge is recorded
+before any noise is drawn; a refused charge draws nothing. The measurement record itself is
+`marginals.measurement.Measurement` (re-exported here).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import Sequence
 
 import numpy as np
 
-from .exact import EM_ROUNDING, discrete_gaussian, exponential_choice, noise_variance
-from .randomness import RandomSource, noise_source
 from .dataset import Dataset
-from .privacy import Accountant
+from .exact import EM_ROUNDING, discrete_gaussian, exponential_choice, noise_variance
+from .measurement import Measurement
+from .privacy import Accountant, check_epsilon
+from .randomness import NoiseSource, noise_source
+from .source import check_unweighted
+
+__all__ = ["COUNT_SENSITIVITY", "Measurement", "exponential_mechanism", "gaussian_measure", "measure_counts",
+           "selection_probabilities"]  # Measurement lives in marginals.measurement; re-exported for old imports
 
 #: L2 sensitivity of a count marginal under add/remove-one-row neighbours.
 COUNT_SENSITIVITY = 1.0
-
-
-@dataclass(frozen=True, eq=False)
-class Measurement:
-    """A noisy marginal: the clique, its noisy counts (axes in clique order) and the noise scale."""
-
-    clique: tuple[str, ...]
-    noisy_counts: np.ndarray
-    sigma: float
-
-    def __post_init__(self) -> None:
-        values = np.array(self.noisy_counts, dtype=np.float64)
-        if values.ndim != len(self.clique):
-            raise ValueError(f"measurement over {self.clique}: counts have {values.ndim} axes, expected {len(self.clique)}")
-        if not np.all(np.isfinite(values)):
-            raise ValueError(f"measurement over {self.clique}: non-finite noisy counts")
-        if not (float(self.sigma) > 0):
-            raise ValueError(f"measurement over {self.clique}: sigma must be > 0, got {self.sigma}")
-        values.flags.writeable = False
-        object.__setattr__(self, "clique", tuple(self.clique))
-        object.__setattr__(self, "noisy_counts", values)
-        object.__setattr__(self, "sigma", float(self.sigma))
-
-    @property
-    def variance(self) -> float:
-        return self.sigma**2
 
 
 def measure_counts(
     true_counts: np.ndarray,
     clique: Sequence[str],
     sigma: float,
-    rng: RandomSource | None,
+    rng: NoiseSource,
     accountant: Accountant,
     label: str | None = None,
     exact: bool = True,
@@ -70,7 +50,7 @@ def measure_counts(
     """Discrete Gaussian mechanism on an already computed count marginal of one private table.
 
     The recorded sigma is the square root of the variance actually used (>= ``sigma``, relative
-    difference below 1e-6). ``rng`` None draws from the operating system's secure source.
+    difference below 1e-6). ``rng``: the noise source (see `noise_source`; None is secure).
     """
     rng = noise_source(rng)
     clique = tuple(clique)
@@ -95,16 +75,13 @@ def gaussian_measure(
     dataset: Dataset,
     clique: Sequence[str],
     sigma: float,
-    rng: RandomSource | None,
+    rng: NoiseSource,
     accountant: Accountant,
     label: str | None = None,
 ) -> Measurement:
-    """Measure the count marginal of ``clique`` with discrete Gaussian noise of scale ``sigma`` per cell."""
-    if dataset.weights is not None:
-        raise ValueError(
-            "gaussian_measure: the dataset has row weights, whose sensitivity cannot be derived "
-            "from the domain; measure an unweighted dataset"
-        )
+    """Measure the count marginal of ``clique`` with discrete Gaussian noise of scale ``sigma`` per cell
+    (``rng``: the noise source, see `noise_source`)."""
+    check_unweighted(dataset, "gaussian_measure")
     clique = dataset.domain.check(clique)
     return measure_counts(dataset.marginal(clique), clique, sigma, rng, accountant, label)
 
@@ -113,11 +90,12 @@ def exponential_mechanism(
     scores: Sequence[float] | np.ndarray,
     epsilon: float,
     sensitivity: float,
-    rng: RandomSource | None,
+    rng: NoiseSource,
     accountant: Accountant,
     label: str = "select",
 ) -> int:
-    """Index chosen with probability proportional to exp(epsilon * score / (2 * sensitivity)), exactly."""
+    """Index chosen with probability proportional to exp(epsilon * score / (2 * sensitivity)), exactly
+    (``rng``: the noise source, see `noise_source`)."""
     rng = noise_source(rng)
     scores = np.asarray(scores, dtype=np.float64)
     if scores.ndim != 1 or scores.size == 0:
@@ -126,8 +104,7 @@ def exponential_mechanism(
         raise ValueError(f"exponential_mechanism: {int((~np.isfinite(scores)).sum())} non-finite score(s)")
     if not (sensitivity > 0 and np.isfinite(sensitivity)):
         raise ValueError(f"sensitivity must be a finite number > 0, got {sensitivity}")
-    if not (epsilon > 0 and np.isfinite(epsilon)):
-        raise ValueError(f"epsilon must be a finite number > 0, got {epsilon}")
+    epsilon = check_epsilon(epsilon)
     if not epsilon > EM_ROUNDING:
         raise ValueError(f"exponential_mechanism: epsilon must exceed {EM_ROUNDING:.3g}, got {epsilon}")
     accountant.exponential(epsilon, label=label)

@@ -11,6 +11,9 @@ precision (searched over log(alpha - 1), so tiny rho converges too). `cdp_rho` a
 invert it in log space (`cdp_log_delta`), so deltas down to the smallest floats are exact;
 epsilon above `MAX_EPSILON` is refused (rho would overflow).
 
+Budgets are checked by one validator per concept: `check_epsilon`, `check_delta` and
+`check_epsilon_delta` (what every mechanism and estimator taking an (epsilon, delta) budget calls).
+
 `Accountant` is the one ledger every noisy release goes through. Charges (sequential
 composition in zCDP): Gaussian mechanism Delta^2 / (2 sigma^2), exponential mechanism
 eps^2 / 8 (bounded-range analysis, Cesar & Rogers 2021), or a raw rho.
@@ -75,26 +78,32 @@ def cdp_delta(rho: float, eps: float) -> float:
     return math.exp(cdp_log_delta(rho, eps))
 
 
-def _check_epsilon(eps: float) -> float:
-    eps = float(eps)
-    if not (eps > 0 and math.isfinite(eps)):
-        raise ValueError(f"epsilon must be a finite number > 0, got {eps}")
-    if eps > MAX_EPSILON:
-        raise ValueError(f"epsilon must be at most {MAX_EPSILON:g}, got {eps:g}")
-    return eps
+def check_epsilon(epsilon: float) -> float:
+    """epsilon as a float after checking 0 < epsilon <= `MAX_EPSILON` (finite)."""
+    epsilon = float(epsilon)
+    if not (epsilon > 0 and math.isfinite(epsilon)):
+        raise ValueError(f"epsilon must be a finite number > 0, got {epsilon}")
+    if epsilon > MAX_EPSILON:
+        raise ValueError(f"epsilon must be at most {MAX_EPSILON:g}, got {epsilon:g}")
+    return epsilon
 
 
 def check_delta(delta: float) -> float:
-    """delta as a float after checking 0 < delta < 1 (one check for every accounting module)."""
+    """delta as a float after checking 0 < delta < 1."""
     delta = float(delta)
     if not (0 < delta < 1):
         raise ValueError(f"delta must lie in (0, 1), got {delta}")
     return delta
 
 
+def check_epsilon_delta(epsilon: float, delta: float) -> tuple[float, float]:
+    """An (epsilon, delta)-DP budget as floats: the one check every mechanism and conversion uses."""
+    return check_epsilon(epsilon), check_delta(delta)
+
+
 def cdp_rho(eps: float, delta: float) -> float:
     """Largest rho such that rho-zCDP implies (eps, delta)-DP."""
-    eps, delta = _check_epsilon(eps), check_delta(delta)
+    eps, delta = check_epsilon_delta(eps, delta)
     log_delta = math.log(delta)
     # delta(rho) increases from 0 (rho -> 0) to 1: bracket the crossing, then solve in log space.
     hi = eps + 1.0
@@ -158,7 +167,7 @@ class Accountant:
         if not (rho > 0 and math.isfinite(rho)):
             raise ValueError(f"the zCDP budget rho must be a finite number > 0, got {rho}")
         self.rho = rho
-        self.delta = delta
+        self.delta = None if delta is None else check_delta(delta)
         self._charges: list[Charge] = []
         self._spent = 0.0
 
@@ -210,9 +219,7 @@ class Accountant:
 
     def exponential(self, epsilon: float, label: str = "") -> float:
         """Charge an exponential mechanism run with parameter ``epsilon`` (eps^2/8 zCDP)."""
-        epsilon = float(epsilon)
-        if not (epsilon > 0 and math.isfinite(epsilon)):
-            raise ValueError(f"epsilon must be a finite number > 0, got {epsilon}")
+        epsilon = check_epsilon(epsilon)
         return self.charge(epsilon**2 / 8, label, "exponential", epsilon=epsilon)
 
     def epsilon(self, delta: float | None = None, spent: bool = True) -> float:

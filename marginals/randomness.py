@@ -15,6 +15,16 @@ Both derive every distribution from uniform 64-bit words (`uint64`), so the exac
 
 Post-processing of public output (synthetic rows sampled from a released model) may use an
 ordinary seeded ``numpy.random.Generator`` (`sampling_rng`): it reveals nothing beyond the model.
+
+The two conventions, the same in every package:
+
+- published noise: a parameter typed `NoiseSource` (``RandomSource | int | None``), resolved by
+  `noise_source` — None is `SecureRandom`; an int or an `InsecureRandom` is replayable and marks
+  the output not private (``rng`` in `marginals.mechanisms`, ``insecure_seed`` in AIM,
+  ``random_state`` in the DD-SSP baselines);
+- post-processing samplers: a parameter ``rng`` typed `SamplingSeed` (``Generator | int | None``),
+  resolved by `sampling_rng` — None is fresh OS entropy, an int or a Generator is reproducible
+  (`pgm.Model.synthetic_data`, `pgm.sampling.sample_rows`, `aim.Release.synthetic_data`).
 """
 
 from __future__ import annotations
@@ -203,7 +213,13 @@ class InsecureRandom(RandomSource):
         return "InsecureRandom(<seed withheld>)"
 
 
-def noise_source(source: RandomSource | int | None = None, name: str = "insecure_seed") -> RandomSource:
+#: What a mechanism accepts for its published noise (resolved by `noise_source`).
+NoiseSource = RandomSource | int | None
+#: What a post-processing sampler accepts for its randomness (resolved by `sampling_rng`).
+SamplingSeed = np.random.Generator | int | None
+
+
+def noise_source(source: NoiseSource = None, name: str = "insecure_seed") -> RandomSource:
     """The noise source for a mechanism: None -> `SecureRandom`; an int -> `InsecureRandom` (warns).
 
     ``name`` is the caller's parameter name, used in error messages.
@@ -220,10 +236,15 @@ def noise_source(source: RandomSource | int | None = None, name: str = "insecure
     return InsecureRandom(check_seed(source, name), warn=True)
 
 
-def sampling_rng(seed: np.random.Generator | int | None = None) -> np.random.Generator:
-    """A Generator for post-processing (synthetic rows): a given one, an int seed, or fresh OS entropy."""
+def sampling_rng(seed: SamplingSeed = None, name: str = "seed") -> np.random.Generator:
+    """A Generator for post-processing (synthetic rows): a given one, an int seed, or fresh OS entropy.
+
+    A `RandomSource` is refused: it is for published noise, and samplers need numpy's Generator API.
+    """
     if isinstance(seed, np.random.Generator):
         return seed
     if seed is None:
         return np.random.default_rng()
-    return np.random.default_rng(check_seed(seed))
+    if isinstance(seed, RandomSource):
+        raise TypeError(f"{name}: a RandomSource is for published noise; sampling takes a numpy Generator, an int seed or None")
+    return np.random.default_rng(check_seed(seed, name))

@@ -9,7 +9,8 @@ Many marginals are computed in one pass that shares work:
 - the remaining (maximal) cliques are counted by ravel-index + ``np.bincount`` over row
   chunks that stay in cache, each column cast to an index dtype once per chunk (uint16 for
   tables of fewer than 65536 cells, else intp);
-- the maximal cliques are split across threads (numpy releases the GIL in its kernels).
+- on tables of 4 x ``CHUNK_ROWS`` rows or more, the maximal cliques are split across threads
+  (numpy releases the GIL in its kernels).
 
 No Python loop runs over rows or cells; the loops are over chunks and cliques.
 """

@@ -28,7 +28,7 @@ from typing import Sequence
 import numpy as np
 
 from .junction_tree import Clique, JunctionTree
-from .plans import reduce_axes
+from .plans import conditional, reduce_axes
 
 Answers = dict[frozenset[str], tuple[Clique, np.ndarray]]
 
@@ -71,10 +71,7 @@ class _Batch:
             table = reduce_axes(np.sum, self.beliefs[node], summed) if summed else self.beliefs[node]
             table = table.reshape([self.sizes[v] for v in wanted])
             if entry:
-                axes = tuple(i for i, v in enumerate(wanted) if v not in entry)
-                denom = reduce_axes(np.sum, table, axes) if axes else table
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    table = np.where(denom > 0, table / denom, 0.0)
+                table = conditional(table, tuple(i for i, v in enumerate(wanted) if v not in entry))
             self._conditionals[key] = table
         return self._conditionals[key]
 

@@ -4,7 +4,8 @@ Loss: L(mu) = sum_i w_i ||mu_{C_i} - y_i||^2 / 2 with w_i = 1/sigma_i^2 (the Gau
 default) or 1/sigma_i (the AIM paper's text). Mirror descent runs in potential space:
 theta <- theta - alpha * grad_mu L(mu(theta)), mu(theta) from belief propagation with the total
 fixed to N. The step starts at 2 / (L_ip N), with L_ip = max over potential cliques C of
-sum_{i -> C} w_i |C| / |C_i| (exact for marginal measurements), grows after every accepted
+sum_{i -> C} w_i |C| / |C_i|, measurement i read off its smallest containing clique (the exact
+Lipschitz constant of the gradient for marginal measurements, see `_Loss`), grows after every accepted
 step (x1.05) and halves after a rejected one; a step is accepted when it passes the Armijo
 test L(mu) - L(mu') >= c <grad L(mu), mu - mu'> along the mirror-descent arc and does not raise
 the loss, so the loss never increases. Accepted steps carry heavy-ball momentum
@@ -12,20 +13,25 @@ the loss, so the loss never increases. Accepted steps carry heavy-ball momentum
 momentum, or halves the step when there was none. On adult this reaches the loss that mbi 2.0
 attains in 1000 iterations in about 160 (benchmarks/pgm_speed.py). N is the minimum-variance
 unbiased combination of the measurements' totals.
+
+`estimate` is the set-up (`_set_up`: clique set, loss, total, warm-start potentials, junction
+tree) followed by the descent loop (`_mirror_descent`). The step size the descent ends with is
+returned as ``Model.stepsize``; a warm start resumes from it.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
 
 from marginals.domain import Domain
-from marginals.mechanisms import Measurement
+from marginals.measurement import Measurement
 
 from .inference import TreeEngine
-from .junction_tree import Clique, build_junction_tree
+from .junction_tree import Clique, JunctionTree, build_junction_tree
 from .model import Model
 
 LOSS_WEIGHTS = ("inverse_variance", "inverse_sigma")
@@ -51,37 +57,60 @@ def potential_cliques(domain: Domain, cliques: Sequence[Sequence[str]]) -> list[
     return [c for c in canon if not any(set(c) < set(o) for o in canon)]
 
 
+def _canonical_key(domain: Domain, clique: Clique) -> tuple:
+    return tuple(domain.attrs.index(a) for a in clique)
+
+
+def smallest_containing(domain: Domain, cliques: Sequence[Clique], attrs: Sequence[str]) -> int:
+    """Index of the clique with the fewest cells among ``cliques`` that contain ``attrs`` (ties: the
+    first in domain order), so the choice never depends on the order of the list."""
+    need = set(attrs)
+    holding = [i for i, c in enumerate(cliques) if need <= set(c)]
+    return min(holding, key=lambda i: (domain.size(cliques[i]), _canonical_key(domain, cliques[i])))
+
+
 class _Loss:
-    """Squared-error loss of the measurements against the potential-clique marginals."""
+    """Squared-error loss of the measurements against the potential-clique marginals.
+
+    Each measurement is read off one potential clique, its *home*: the smallest clique containing
+    it. The loss is separable over the homes' tables, and on one table the Hessian
+    sum_i w_i A_i^T A_i (A_i sums the table down to measurement i) has the constant table as a
+    common top eigenvector with eigenvalue sum_i w_i |C| / |C_i|: so the Lipschitz constant of the
+    gradient is the largest such sum. The smallest home makes it as small as one home per
+    measurement allows and independent of the order of the measurements.
+    """
 
     def __init__(self, domain: Domain, cliques: list[Clique], measurements: Sequence[Measurement], weight: str):
         if weight not in LOSS_WEIGHTS:
             raise ValueError(f"loss_weight must be one of {LOSS_WEIGHTS}, got {weight!r}")
-        self.items = []
-        for m in measurements:
-            mcl = domain.check(m.clique)
-            if m.noisy_counts.shape != domain.project(mcl).shape:
-                raise ValueError(
-                    f"measurement over {mcl}: counts have shape {m.noisy_counts.shape}, "
-                    f"the domain says {domain.project(mcl).shape}"
-                )
-            home = next(i for i, c in enumerate(cliques) if set(mcl) <= set(c))
-            pcl = cliques[home]
-            summed = tuple(i for i, a in enumerate(pcl) if a not in mcl)
-            present = [a for a in pcl if a in mcl]
-            to_meas = [present.index(a) for a in mcl]  # axes after summing -> measurement order
-            to_pot = [mcl.index(a) for a in present]  # measurement axes -> potential order
-            if to_meas == sorted(to_meas):
-                to_meas = to_pot = None  # same axis order: no transposes in the hot loop
-            bshape = [domain[a] if a in mcl else 1 for a in pcl]
-            w = 1.0 / m.sigma**2 if weight == "inverse_variance" else 1.0 / m.sigma
-            self.items.append((home, summed, to_meas, to_pot, bshape, m.noisy_counts, w))
+        self.items = [self._item(domain, cliques, m, weight) for m in measurements]
         self.shapes = [domain.project(c).shape for c in cliques]
         sizes = [domain.size(c) for c in cliques]
         lip = np.zeros(len(cliques))
         for home, _, _, _, _, y, w in self.items:
             lip[home] += w * sizes[home] / y.size
         self.lipschitz = float(lip.max())
+
+    @staticmethod
+    def _item(domain: Domain, cliques: list[Clique], m: Measurement, weight: str) -> tuple:
+        """(home, axes summed, transposes, broadcast shape, counts, weight) of one measurement."""
+        mcl = domain.check(m.clique)
+        if m.noisy_counts.shape != domain.project(mcl).shape:
+            raise ValueError(
+                f"measurement over {mcl}: counts have shape {m.noisy_counts.shape}, "
+                f"the domain says {domain.project(mcl).shape}"
+            )
+        home = smallest_containing(domain, cliques, mcl)
+        pcl = cliques[home]
+        summed = tuple(i for i, a in enumerate(pcl) if a not in mcl)
+        present = [a for a in pcl if a in mcl]
+        to_meas = [present.index(a) for a in mcl]  # axes after summing -> measurement order
+        to_pot = [mcl.index(a) for a in present]  # measurement axes -> potential order
+        if to_meas == sorted(to_meas):
+            to_meas = to_pot = None  # same axis order: no transposes in the hot loop
+        bshape = [domain[a] if a in mcl else 1 for a in pcl]
+        w = 1.0 / m.sigma**2 if weight == "inverse_variance" else 1.0 / m.sigma
+        return home, summed, to_meas, to_pot, bshape, m.noisy_counts, w
 
     def __call__(self, mu: Sequence[np.ndarray]) -> tuple[float, list[np.ndarray]]:
         loss = 0.0
@@ -103,6 +132,124 @@ def _step(new: np.ndarray, old: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(diff) & np.isneginf(old), 0.0, diff)
 
 
+@dataclass
+class _Problem:
+    """What the descent works on: the clique set, its loss, the total, the starting potentials and
+    the compiled junction tree."""
+
+    cliques: list[Clique]
+    loss: _Loss
+    total: float
+    theta: list[np.ndarray]
+    tree: JunctionTree
+    engine: TreeEngine
+
+
+@dataclass
+class _Iterate:
+    """One point of the descent: potentials, the calibrated tables they give, loss and gradient."""
+
+    theta: list[np.ndarray]
+    beliefs: list[np.ndarray]
+    mu: list[np.ndarray]
+    loss: float
+    grads: list[np.ndarray]
+
+
+@dataclass(frozen=True)
+class _Schedule:
+    """The step-size rule: growth after an accepted step, Armijo constant, momentum, stopping."""
+
+    iters: int
+    tol: float | None
+    step_growth: float
+    armijo: float
+    momentum: float
+    callback: Callable[[int, float], None] | None
+
+
+def _set_up(domain: Domain, measurements: list[Measurement], total: float | None, warm_start: Model | None,
+            loss_weight: str) -> _Problem:
+    """Clique set (the measurements' and the warm start's maximal cliques), loss, total and the
+    starting potentials: zeros, plus each warm-start potential added into a new clique holding it
+    (where a potential sits does not change the model: the log-density is their sum)."""
+    wanted = [m.clique for m in measurements]
+    if warm_start is not None:
+        if warm_start.domain != domain:
+            raise ValueError("warm_start model has a different domain")
+        wanted += list(warm_start.cliques)
+    cliques = potential_cliques(domain, wanted)
+    loss = _Loss(domain, cliques, measurements, loss_weight)
+    total = minimum_variance_total(measurements) if total is None else float(total)
+    if not total > 0:
+        raise ValueError(f"total must be > 0, got {total}")
+    theta = [np.zeros(s) for s in loss.shapes]
+    if warm_start is not None:
+        for old_clique, factor in warm_start.potentials.items():
+            home = next(i for i, c in enumerate(cliques) if set(old_clique) <= set(c))
+            theta[home] += factor.expand(domain.project(cliques[home]))
+    tree = build_junction_tree(domain, cliques)
+    return _Problem(cliques, loss, total, theta, tree, TreeEngine(tree, cliques))
+
+
+def initial_stepsize(lipschitz: float, total: float, warm_start: Model | None = None) -> float:
+    """2 / (L N), or the warm start's adapted step when that is larger (the line search halves a
+    step that is too long)."""
+    alpha = 2.0 / (lipschitz * total)
+    if warm_start is not None and warm_start.stepsize is not None and warm_start.stepsize > 0:
+        alpha = max(alpha, float(warm_start.stepsize))
+    return alpha
+
+
+def _evaluate(problem: _Problem, theta: list[np.ndarray], slot: int) -> _Iterate:
+    """Calibrate ``theta`` into buffer ``slot`` and evaluate the loss there."""
+    beliefs, mu = problem.engine.calibrate_marginals(theta, problem.total, slot=slot)
+    loss, grads = problem.loss(mu)
+    return _Iterate(theta, beliefs, mu, loss, grads)
+
+
+def _accepts(current: _Iterate, candidate: _Iterate, armijo: float) -> bool:
+    """The Armijo test along the mirror-descent arc, and the loss does not rise."""
+    decrease = sum(float(np.vdot(g, m - c)) for g, m, c in zip(current.grads, current.mu, candidate.mu))
+    return current.loss - candidate.loss >= armijo * decrease and candidate.loss <= current.loss
+
+
+def _mirror_descent(problem: _Problem, alpha: float, schedule: _Schedule) -> tuple[_Iterate, float, dict]:
+    """Run the descent from ``problem.theta``: (last accepted iterate, final step size, counters)."""
+    # Two buffer slots: the accepted iterate's tables live in one, each candidate is computed in the other.
+    slot = 0
+    current = _evaluate(problem, problem.theta, slot)
+    history = [current.loss]
+    bp_calls, accepted, it = 1, 0, 0
+    velocity = None  # heavy-ball momentum (theta_k - theta_{k-1}); dropped after a failed step
+    for it in range(1, schedule.iters + 1):
+        if current.loss == 0.0:
+            break
+        if velocity is not None and schedule.momentum > 0:
+            proposal = [t - alpha * g + schedule.momentum * v for t, g, v in zip(current.theta, current.grads, velocity)]
+        else:
+            proposal = [t - alpha * g for t, g in zip(current.theta, current.grads)]
+        candidate = _evaluate(problem, proposal, 1 - slot)
+        bp_calls += 1
+        if _accepts(current, candidate, schedule.armijo):
+            velocity = [_step(c, t) for c, t in zip(candidate.theta, current.theta)]
+            current, slot = candidate, 1 - slot
+            alpha *= schedule.step_growth
+            accepted += 1
+        else:
+            if velocity is None:
+                alpha *= 0.5
+            velocity = None
+        history.append(current.loss)
+        if schedule.callback is not None:
+            schedule.callback(it, current.loss)
+        tol = schedule.tol
+        if tol is not None and it >= 10 and history[-11] - current.loss <= tol * max(abs(history[-11]), 1e-300):
+            break
+    counters = {"iterations": it, "accepted": accepted, "bp_calls": bp_calls, "loss": current.loss, "history": history}
+    return current, alpha, counters
+
+
 def estimate(
     domain: Domain,
     measurements: Sequence[Measurement],
@@ -122,10 +269,11 @@ def estimate(
     """Fit a `Model` to ``measurements`` by mirror descent (see the module docstring).
 
     ``tol``: stop when the loss improved by less than ``tol`` (relative) over the last 10 iterations.
-    ``warm_start``: start from a previous model's potentials, each added into the first new clique
+    ``warm_start``: start from a previous model's potentials, each added into a new clique
     containing it (its cliques join the clique set, so nothing is dropped), and from its adapted
-    step size when that is larger than 2 / (L N) (the line search halves it if it is too long);
+    step size (``Model.stepsize``) when that is larger than 2 / (L N);
     ``resume_stepsize=False`` restarts at 2 / (L N) instead, as mbi does on every call.
+    The returned model's ``stepsize`` is the step the descent ended with.
     """
     if iters < 0:
         raise ValueError(f"iters must be >= 0, got {iters}")
@@ -133,77 +281,13 @@ def estimate(
     if not measurements:
         raise ValueError("estimate needs at least one measurement")
     start = time.perf_counter()
-    wanted = [m.clique for m in measurements]
-    if warm_start is not None:
-        if warm_start.domain != domain:
-            raise ValueError("warm_start model has a different domain")
-        wanted += list(warm_start.cliques)
-    cliques = potential_cliques(domain, wanted)
-    loss_fn = _Loss(domain, cliques, measurements, loss_weight)
-    total = minimum_variance_total(measurements) if total is None else float(total)
-    if not total > 0:
-        raise ValueError(f"total must be > 0, got {total}")
-
-    theta = [np.zeros(s) for s in loss_fn.shapes]
-    if warm_start is not None:
-        for old_clique, factor in warm_start.potentials.items():
-            home = next(i for i, c in enumerate(cliques) if set(old_clique) <= set(c))
-            theta[home] += factor.expand(domain.project(cliques[home]))
-
-    tree = build_junction_tree(domain, cliques)
-    engine = TreeEngine(tree, cliques)
-
-    # Two buffer slots: the accepted iterate's tables live in one, each candidate is computed in the other.
-    slot = 0
-
-    def marginals(th, which):
-        return engine.calibrate_marginals(th, total, slot=which)
-
-    beliefs, mu = marginals(theta, slot)
-    loss, grads = loss_fn(mu)
-    history = [loss]
-    alpha = 2.0 / (loss_fn.lipschitz * total)
+    problem = _set_up(domain, measurements, total, warm_start, loss_weight)
     if stepsize is not None:
         alpha = stepsize
-    elif resume_stepsize and warm_start is not None and warm_start.info.get("stepsize", 0) > 0:
-        alpha = max(alpha, float(warm_start.info["stepsize"]))  # resume the adapted step
-    bp_calls, accepted = 1, 0
-    velocity = None  # heavy-ball momentum (theta_k - theta_{k-1}); dropped after a failed step
-    it = 0
-    for it in range(1, iters + 1):
-        if loss == 0.0:
-            break
-        if velocity is not None and momentum > 0:
-            cand_theta = [t - alpha * g + momentum * v for t, g, v in zip(theta, grads, velocity)]
-        else:
-            cand_theta = [t - alpha * g for t, g in zip(theta, grads)]
-        cand_beliefs, cand_mu = marginals(cand_theta, 1 - slot)
-        bp_calls += 1
-        cand_loss, cand_grads = loss_fn(cand_mu)
-        decrease = sum(float(np.vdot(g, m - c)) for g, m, c in zip(grads, mu, cand_mu))
-        if loss - cand_loss >= armijo * decrease and cand_loss <= loss:
-            velocity = [_step(c, t) for c, t in zip(cand_theta, theta)]
-            theta, beliefs, mu, loss, grads = cand_theta, cand_beliefs, cand_mu, cand_loss, cand_grads
-            slot = 1 - slot
-            alpha *= step_growth
-            accepted += 1
-        else:
-            if velocity is None:
-                alpha *= 0.5
-            velocity = None
-        history.append(loss)
-        if callback is not None:
-            callback(it, loss)
-        if tol is not None and it >= 10 and history[-11] - loss <= tol * max(abs(history[-11]), 1e-300):
-            break
-    info = {
-        "iterations": it,
-        "accepted": accepted,
-        "bp_calls": bp_calls,
-        "loss": loss,
-        "history": history,
-        "stepsize": alpha,
-        "lipschitz": loss_fn.lipschitz,
-        "seconds": time.perf_counter() - start,
-    }
-    return Model(domain, cliques, theta, total, tree=tree, beliefs=beliefs, info=info)
+    else:
+        alpha = initial_stepsize(problem.loss.lipschitz, problem.total, warm_start if resume_stepsize else None)
+    schedule = _Schedule(iters, tol, step_growth, armijo, momentum, callback)
+    final, alpha, info = _mirror_descent(problem, alpha, schedule)
+    info.update(lipschitz=problem.loss.lipschitz, seconds=time.perf_counter() - start)
+    return Model(domain, problem.cliques, final.theta, problem.total, tree=problem.tree, beliefs=final.beliefs,
+                 info=info, stepsize=alpha)

@@ -14,7 +14,8 @@ axes each message sums out, and how each node belief projects back onto the pote
   and is exponentiated: every node ends with its exact, normalised counts.
 
 Stable with -inf potentials (structural zeros) and potentials far outside exp's range: every
-log-space reduction is max-shifted per slice, and the distribute sums run over counts (<= total).
+log-space reduction is max-shifted (one shift for the whole table, redone per slice when a
+slice's shifted sum underflows), and the distribute sums run over counts (<= total).
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ Pipeline (all deterministic; ties broken by domain order):
 2. `triangulate`: the interaction graph plus the fill edges of that elimination;
 3. `maximal_cliques`: the maximal elimination cliques (= maximal cliques of the chordal graph);
 4. `build_junction_tree`: a maximum-weight spanning forest on separator size (networkx), each
-   component rooted at its first clique, with collect (leaves -> root) and distribute orders.
+   component rooted at its largest node (most cells; ties: the first), with collect
+   (leaves -> root) and distribute orders.
 
 `model_size_mb` (sum of maximal-clique cells x 8 bytes, in MiB) is memoized by clique set: AIM
 asks it for every candidate in every round.

@@ -1,7 +1,9 @@
 """`Model`: a fitted graphical model — log-potentials on cliques, a total, and a junction tree.
 
 Calibrated beliefs are computed once (lazily, or handed over by the estimator) and shared by
-every query: `project`, the batched `marginals`, and `synthetic_data`.
+every query: `project`, the batched `marginals`, and `synthetic_data`. A model fitted by
+`pgm.estimate` also carries the step size its descent ended with (`stepsize`, None otherwise):
+a warm-started fit resumes from it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from marginals.domain import Domain
+from marginals.randomness import SamplingSeed
 
 from .factor import Factor
 from .inference import TreeEngine
@@ -31,6 +34,7 @@ class Model:
         tree: JunctionTree | None = None,
         beliefs: Sequence[np.ndarray] | None = None,
         info: dict | None = None,
+        stepsize: float | None = None,
     ) -> None:
         self.domain = domain
         self.cliques: tuple[Clique, ...] = tuple(domain.check(c) for c in cliques)
@@ -45,6 +49,9 @@ class Model:
         self.total = float(total)
         self.tree = tree if tree is not None else build_junction_tree(domain, self.cliques)
         self.info = dict(info or {})
+        #: the mirror-descent step size the fit ended with (None unless fitted by `pgm.estimate`);
+        #: a warm-started `estimate` resumes from it.
+        self.stepsize = None if stepsize is None else float(stepsize)
         self._beliefs = None if beliefs is None else list(beliefs)
         self._oracle: MarginalOracle | None = None
 
@@ -76,13 +83,14 @@ class Model:
         """Marginals (counts, axes in the order given) of many attribute subsets, sharing one calibration."""
         return self.oracle.marginals(subsets)
 
-    def synthetic_data(self, n: int | None = None, rng: np.random.Generator | None = None) -> pd.DataFrame:
-        """``n`` synthetic rows (default round(total)) as a DataFrame in domain order."""
+    def synthetic_data(self, n: int | None = None, rng: SamplingSeed = None) -> pd.DataFrame:
+        """``n`` synthetic rows (default round(total)) as a DataFrame in domain order.
+
+        Sampling is post-processing of the model: ``rng`` may be a Generator or an int seed for
+        reproducible rows, None for fresh OS entropy (`marginals.randomness.sampling_rng`).
+        """
         from .sampling import sample_rows
 
-        if rng is None:
-            raise TypeError("synthetic_data needs an explicit numpy.random.Generator (rng=...)")
-        n = int(round(self.total)) if n is None else int(n)
         return sample_rows(self, n, rng)
 
     def __repr__(self) -> str:

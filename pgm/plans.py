@@ -43,6 +43,13 @@ def reduce_axes(func, values: np.ndarray, axes: Sequence[int]) -> np.ndarray:
     return values
 
 
+def conditional(table: np.ndarray, summed: Sequence[int]) -> np.ndarray:
+    """``table`` divided by its sum over the axes ``summed`` (0 where that sum is 0)."""
+    denom = reduce_axes(np.sum, table, summed) if summed else table
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(denom > 0, table / denom, 0.0)
+
+
 class AdditionPlan:
     """Sum tables over subsets of ``node`` (each given in node order) into one node table."""
 

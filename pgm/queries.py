@@ -9,6 +9,9 @@ per node. Conditional tables ``mu_c / mu_{S_c}`` are computed once per model and
 query; answers (read-only arrays) and the per-node messages of the contractions are cached, so
 a batch of queries never re-runs belief propagation and shares the work along common paths.
 Attributes in different components are independent: their tables are combined by outer product.
+A batch (`MarginalOracle.marginals`) first reads every subset that lies inside a node out of it
+through one shared plan, and answers the out-of-node subsets together by the anchor passes of
+`pgm.batch_queries`; only what those leave takes the per-query path.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import numpy as np
 
 from .batch_queries import anchored_marginals
 from .junction_tree import Clique, JunctionTree
-from .plans import MarginalPlan, reduce_axes
+from .plans import MarginalPlan, conditional, reduce_axes
 
 
 class MarginalOracle:
@@ -129,10 +132,7 @@ class MarginalOracle:
                 table = reduce_axes(np.sum, table, summed).reshape([self.domain[a] for a in attrs])
             if not top:  # divide by the separator marginal (0 where it has no mass)
                 sep = set(self.tree.separator(node))
-                axes = tuple(i for i, a in enumerate(attrs) if a not in sep)
-                denom = reduce_axes(np.sum, table, axes) if axes else table
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    table = np.where(denom > 0, table / denom, 0.0)
+                table = conditional(table, tuple(i for i, a in enumerate(attrs) if a not in sep))
             self._reductions[key] = table
         return self._reductions[key]
 

@@ -11,6 +11,9 @@ uniform offset u, row r of the group gets the category whose CDF interval holds 
 Every category then gets floor or ceil of g * p (randomized rounding; the group total is
 exact, and the expectation is g * p). Rows are visited in a random order within their group,
 so two conditionally independent columns with the same parents do not correlate.
+
+Sampling is post-processing of a public model, so its randomness follows the sampler convention
+of `marginals.randomness`: a numpy Generator, an int seed (reproducible rows) or None.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from marginals.dataset import code_dtype
+from marginals.randomness import SamplingSeed, sampling_rng
 
 
 def group_sample(groups: np.ndarray, cond: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -49,10 +53,14 @@ def group_sample(groups: np.ndarray, cond: np.ndarray, rng: np.random.Generator)
     return out
 
 
-def sample_rows(model, n: int, rng: np.random.Generator) -> pd.DataFrame:
-    """``n`` rows sampled from ``model`` (see the module docstring); a DataFrame in domain order."""
-    if not isinstance(rng, np.random.Generator):
-        raise TypeError(f"pass an explicit numpy.random.Generator, got {type(rng).__name__}")
+def sample_rows(model, n: int | None = None, rng: SamplingSeed = None) -> pd.DataFrame:
+    """``n`` rows (default round(model.total)) sampled from ``model`` (see the module docstring);
+    a DataFrame in domain order.
+
+    ``rng``: a Generator, an int seed or None (fresh OS entropy), as `marginals.randomness.sampling_rng`.
+    """
+    rng = sampling_rng(rng, "rng")
+    n = int(round(model.total)) if n is None else int(n)
     if n < 0:
         raise ValueError(f"number of rows must be >= 0, got {n}")
     domain, tree = model.domain, model.tree

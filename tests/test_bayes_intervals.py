@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from scipy import optimize, stats
 
-from aim import AIM, Release, normalize_workload
+from aim import AIM, Release
 from ddssp import DDSSPLinearRegression, DDSSPLogisticRegression
 from ddssp.bayes.intervals import bias_aware_critical_value, bootstrap_coefficients, bootstrap_interval
-from ddssp.bayes.resampling import NoisyModelSource, aim_settings
+from ddssp.bayes.resampling import NoisyModelSource, rerun_config
 from marginals import Accountant, Dataset
 from marginals.data import demo_dataset
 from marginals.mechanisms import measure_counts
@@ -80,14 +80,13 @@ def test_bootstrap_interval_math():
         bootstrap_interval(est, errors, 0.1, "bca")
 
 
-def test_aim_settings_rebuild_the_release_configuration():
+def test_rerun_config_is_the_release_configuration_with_float_noise():
     small = subset(5_000, SMALL)
     release = aim_release(small, 1.0, 0)
-    settings = aim_settings(release)
-    rebuilt = AIM(**settings, exact_noise=False)._config(normalize_workload(small.domain, settings["workload"]))
-    assert rebuilt == release.config
+    config = rerun_config(release, 7)
+    assert config.to_dict() == {**release.config, "exact_noise": False} and config.insecure_seed == 7
     with pytest.raises(ValueError, match="AIM release"):
-        aim_settings(all_pairs_release(subset(2_000, ATTRS), 30.0, 0))
+        rerun_config(all_pairs_release(subset(2_000, ATTRS), 30.0, 0), 7)
 
 
 def test_estimator_intervals_on_an_aim_release():

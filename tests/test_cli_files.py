@@ -296,7 +296,8 @@ def test_workload_weights_infinite_or_huge(coded, capsys, tmp_path, weight, show
              f"{tmp_path / 'w.json'}: workload weight of ('age', 'education') must be a finite number <= 1e+09", shown)
 
 
-@pytest.mark.parametrize("command, flag", [("synth", "--insecure-seed"), ("synth", "--sample-seed"), ("discretize", "--seed")])
+@pytest.mark.parametrize("command, flag", [("synth", "--insecure-seed"), ("synth", "--sample-seed"),
+                                           ("discretize", "--sample-seed"), ("discretize", "--seed")])
 def test_negative_seed(coded, raw, capsys, tmp_path, command, flag):
     folder, _ = coded
     if command == "synth":

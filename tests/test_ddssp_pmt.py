@@ -199,7 +199,7 @@ class ReleaseLike:
     """A marginal source that is not a Dataset (as an AIM release is): .domain and .marginals."""
 
     def __init__(self, data):
-        self.domain, self._data = data.domain, data
+        self.domain, self._data, self.total = data.domain, data, data.total
 
     def marginals(self, cliques):
         return self._data.marginals(cliques)

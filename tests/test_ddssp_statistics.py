@@ -17,15 +17,16 @@ from marginals.data import data_dir, load_bundled
 HAVE_DATA = data_dir() is not None
 
 
-def random_dataset(seed: int, n: int = 500, target_levels: int = 4) -> Dataset:
-    """Random table with a 1-level attribute, a never-occurring level and some dependence."""
-    rng = np.random.default_rng(seed)
-    sizes = {"one": 1, "bin": 2, "tri": 3, "five": 5, "gap": 4, "six": 6, "t": target_levels}
-    domain = Domain.from_dict(sizes)
-    cols = {a: rng.integers(0, m, n) for a, m in sizes.items()}
-    cols["gap"] = rng.integers(0, 3, n)  # level 3 of "gap" never occurs
-    cols["t"] = (cols["tri"] + cols["five"] + rng.integers(0, 2, n)) % target_levels
-    return Dataset(pd.DataFrame(cols), domain)
+@pytest.fixture
+def random_dataset(random_table):
+    """random_dataset(seed, n=500, target_levels=4): a 1-level attribute, a never-occurring level
+    ("gap" = 3) and a target t depending on tri and five."""
+    def make(seed: int, n: int = 500, target_levels: int = 4) -> Dataset:
+        sizes = {"one": 1, "bin": 2, "tri": 3, "five": 5, "gap": 4, "six": 6, "t": target_levels}
+        target = lambda c, rng: (c["tri"] + c["five"] + rng.integers(0, 2, n)) % target_levels  # noqa: E731
+        return random_table(seed, sizes, n, {"t": target})
+
+    return make
 
 
 def explicit_gram(encoding, df: pd.DataFrame) -> np.ndarray:
@@ -44,7 +45,7 @@ def assert_close(a: np.ndarray, b: np.ndarray, rtol: float = 1e-9) -> None:
 @pytest.mark.parametrize("drop", ["first", None])
 @pytest.mark.parametrize("intercept", [False, True])
 @pytest.mark.parametrize("categorical", [None, ["tri", "gap", "one"], []])
-def test_gram_equals_explicit_on_random_data(seed, drop, intercept, categorical):
+def test_gram_equals_explicit_on_random_data(seed, drop, intercept, categorical, random_dataset):
     data = random_dataset(seed)
     enc = build_encoding(data.domain, "t", "linear", categorical, EncodingOptions(drop=drop, intercept=intercept))
     gram, n = gram_from_marginals(data, enc)
@@ -52,7 +53,7 @@ def test_gram_equals_explicit_on_random_data(seed, drop, intercept, categorical)
     assert_close(gram, explicit_gram(enc, data.to_df()))
 
 
-def test_gram_logistic_target_and_user_values():
+def test_gram_logistic_target_and_user_values(random_dataset):
     data = random_dataset(3, target_levels=2)
     opts = EncodingOptions(values={"five": [0.0, 10.0, -3.0, 2.5, 7.0]}, intercept=True)
     enc = build_encoding(data.domain, "t", "logistic", ["bin", "six"], opts)
@@ -79,15 +80,17 @@ class CountingSource:
 
     def __init__(self, data: Dataset, cliques=None, scale: float = 1.0):
         self.data, self.domain, self.calls, self.scale = data, data.domain, [], scale
-        if cliques is not None:
-            self.model = SimpleNamespace(cliques=cliques)
+        self.total = scale * data.total
+        if cliques is not None:  # stands in for a fitted model: cliques + synthetic rows
+            self.cliques = tuple(cliques)
+            self.synthetic_data = lambda n=None, rng=None: data.to_df()
 
     def marginals(self, cliques):
         self.calls.append(list(cliques))
         return [self.scale * t.astype(np.float64) for t in self.data.marginals(cliques)]
 
 
-def test_one_batched_request_with_pairs_and_one_way_marginals():
+def test_one_batched_request_with_pairs_and_one_way_marginals(random_dataset):
     data = random_dataset(4)
     enc = build_encoding(data.domain, "t")
     source = CountingSource(data)
@@ -100,7 +103,7 @@ def test_one_batched_request_with_pairs_and_one_way_marginals():
     assert_close(gram, explicit_gram(enc, data.to_df()))
 
 
-def test_float_counts_scale_linearly_and_n_is_their_total():
+def test_float_counts_scale_linearly_and_n_is_their_total(random_dataset):
     data = random_dataset(5)
     enc = build_encoding(data.domain, "t", options=EncodingOptions(intercept=True))
     gram, n = gram_from_marginals(CountingSource(data, scale=2.5), enc)
@@ -108,7 +111,7 @@ def test_float_counts_scale_linearly_and_n_is_their_total():
     assert_close(gram, 2.5 * explicit_gram(enc, data.to_df()))
 
 
-def test_statistics_from_frame_ignores_extra_columns():
+def test_statistics_from_frame_ignores_extra_columns(random_dataset):
     data = random_dataset(6)
     enc = build_encoding(data.domain, "t")
     df = data.to_df().assign(extra=7)
@@ -116,7 +119,7 @@ def test_statistics_from_frame_ignores_extra_columns():
     assert_close(stats.XtX, sufficient_statistics(data, enc).XtX)
 
 
-def test_warns_when_pairs_are_not_inside_model_cliques():
+def test_warns_when_pairs_are_not_inside_model_cliques(random_dataset):
     data = random_dataset(7)
     enc = build_encoding(data.domain, "t")
     attrs = data.domain.attrs
@@ -132,16 +135,16 @@ def test_warns_when_pairs_are_not_inside_model_cliques():
         gram_from_marginals(CountingSource(data, cliques=cliques), enc)
 
 
-def test_bad_sources():
+def test_bad_sources(random_dataset):
     data = random_dataset(8)
     enc = build_encoding(data.domain, "t")
     with pytest.raises(TypeError, match="lacks .marginals"):
-        gram_from_marginals(SimpleNamespace(domain=data.domain), enc)
+        gram_from_marginals(SimpleNamespace(domain=data.domain, total=1.0), enc)
     with pytest.raises(ValueError, match="empty table"):
         gram_from_marginals(CountingSource(data, scale=0.0), enc)
     other = Domain(data.domain.attrs, tuple(m + 1 for m in data.domain.shape))
     with pytest.raises(ValueError, match="levels in the source but"):
-        gram_from_marginals(SimpleNamespace(domain=other, marginals=data.marginals), enc)
-    short = SimpleNamespace(domain=data.domain, marginals=lambda cl: data.marginals(cl)[:-1])
+        gram_from_marginals(SimpleNamespace(domain=other, total=1.0, marginals=data.marginals), enc)
+    short = SimpleNamespace(domain=data.domain, total=1.0, marginals=lambda cl: data.marginals(cl)[:-1])
     with pytest.raises(ValueError, match="returned 27 marginals for 28 requested"):
         gram_from_marginals(short, enc)

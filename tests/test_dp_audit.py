@@ -1,35 +1,16 @@
-"""The empirical DP audit (benchmarks/dp_audit.py): its statistics, and the small configuration."""
+"""The empirical DP audit (`benchmarks.dp_audit`): its statistics, and the small configuration."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 from scipy.stats import beta
 
+from benchmarks import dp_audit as audit
 from ddssp import ObjPert
 from marginals.randomness import InsecureRandom
-
-AUDIT_PATH = Path(__file__).resolve().parent.parent / "benchmarks" / "dp_audit.py"
-
-
-def load_audit():
-    """The benchmark module, loaded from its path (benchmarks/ is not a package)."""
-    name = "dp_audit_benchmark"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, AUDIT_PATH)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
-
-
-audit = load_audit()
 
 
 def test_clopper_pearson_upper_matches_beta_quantiles():

@@ -192,8 +192,8 @@ def test_table_columns_must_match_the_spec():
         (cat([1, "1"]), r"duplicate categor\(ies\) \['1'\]"),
         (cat([]), r"'categories' must be a non-empty list"),
         (cat(["a", True]), r"categories must be non-empty strings or integers, e.g. not True"),
-        (cat(["a"], unseen="drop"), r"column 'x': 'unseen' must be one of \['error', 'other'\], got 'drop'"),
-        (cat(["a"], missing="skip"), r"'missing' must be one of \['error', 'level'\], got 'skip'"),
+        (cat(["a"], unseen="skip"), r"column 'x': 'unseen' must be one of \['error', 'other', 'drop'\], got 'skip'"),
+        (cat(["a"], missing="skip"), r"'missing' must be one of \['error', 'level', 'drop'\], got 'skip'"),
         (cat(["a", "?"], missing_markers=["?"]), r"category '\?' is also a missing marker"),
         (cat(["a"], aliases={"A": "b"}), r"alias 'A' -> 'b': the target is not one of the categories"),
         (cat(["a", "b"], aliases={"a": "b"}), r"alias 'a' is already a category"),
@@ -387,3 +387,12 @@ def test_load_adult_raw_says_when_the_data_is_absent(tmp_path, monkeypatch):
     monkeypatch.setenv("DP_MARGINALS_DATA", str(tmp_path))
     with pytest.raises(FileNotFoundError, match="cannot load the raw adult data"):
         load_adult_raw("train")
+
+
+def test_drop_options_leave_rows_out_and_count_them():
+    d = Discretizer.from_spec(spec(c=cat(["a", "b"], unseen="drop", missing="drop"), n=num(lo=0, hi=10, bins=2)))
+    df = pd.DataFrame({"c": ["a", "zz", "b", None, "a"], "n": [1, 2, 3, 4, 9]}, index=[10, 11, 12, 13, 14])
+    out = d.transform_df(df)
+    assert out.index.tolist() == [10, 12, 14] and out["c"].tolist() == [0, 1, 0] and out["n"].tolist() == [0, 0, 1]
+    assert d.last_report["dropped"] == 2 and d.last_report["other"] == 1 and d.last_report["missing"] == 1
+    assert d.domain.to_dict() == {"c": 2, "n": 2}

@@ -1,4 +1,5 @@
-"""DaskDataset: the same tables and the same validation messages as Dataset, on a 2-worker local cluster."""
+"""DaskDataset: the same tables and the same validation messages as Dataset, on a 2-worker local cluster
+(the tests on the cluster are slow: it takes seconds to start)."""
 
 from __future__ import annotations
 
@@ -76,6 +77,7 @@ def assert_same_tables(ours: list[np.ndarray], expected: list[np.ndarray]) -> No
 # --- tables ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "cuts",
     [[], [1000, 2000, 3000], [10, 10, 3999, 4000], [0, 2500, 2500, 4000]],
@@ -93,6 +95,7 @@ def test_tables_equal_numpy(client, cuts):
     assert repr(ds) == f"DaskDataset(4000 rows, 5 attributes, {len(cuts) + 1} partitions)"
 
 
+@pytest.mark.slow
 def test_large_partitions_and_projected_passes(client):
     # partitions above tables.MERGE_MIN_ROWS (union-table counting inside each partition)
     df = random_frame(120_000, seed=1)
@@ -106,6 +109,7 @@ def test_large_partitions_and_projected_passes(client):
     assert ds.marginals([]) == []
 
 
+@pytest.mark.slow
 def test_parquet_and_csv_files(client, tmp_path):
     df = random_frame(3000, seed=2)
     expected = Dataset(df, DOM)
@@ -123,11 +127,12 @@ def test_parquet_and_csv_files(client, tmp_path):
         assert len(ds) == 3000
 
 
+@pytest.mark.slow
 def test_weight_column(client):
     df = random_frame(2000, seed=3)
     w = np.random.default_rng(3).random(2000)
     ds = DaskDataset(dd.from_pandas(df.assign(w=w), npartitions=4), DOM, weight_column="w")
-    assert ds.weights == "w"
+    assert ds.weighted and ds.weight_column == "w"
     expected = Dataset(df, DOM, weights=w).marginals([("b", "a"), ("c",)])
     for x, y in zip(ds.marginals([("b", "a"), ("c",)]), expected):
         assert x.dtype == np.float64
@@ -162,6 +167,7 @@ def _with(column: str, rows: list[int], values: list, n: int = 400) -> pd.DataFr
     return df
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("first_use", ["marginals", "len"])
 @pytest.mark.parametrize(
     "df, message",
@@ -182,6 +188,7 @@ def test_value_errors_match_dataset(client, df, message, first_use):
     assert ours == expected == message
 
 
+@pytest.mark.slow
 def test_value_errors_in_integer_columns(client):
     df = random_frame(400, seed=5).astype({"d": np.int16})
     df.loc[333, "d"] = 301
@@ -211,6 +218,7 @@ def test_column_errors_at_construction():
         DaskDataset(df, DOM)
 
 
+@pytest.mark.slow
 def test_csv_that_dask_cannot_parse_is_validated_as_text(client, tmp_path):
     df = random_frame(3000, seed=6)
     df.to_csv(tmp_path / "ok.csv", index=False)
@@ -246,6 +254,7 @@ def test_without_dask(monkeypatch):
 # --- AIM ----------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_aim_release_identical_to_numpy(client):
     data = demo_dataset(n=3000, seed=1)
     ds = DaskDataset(partitioned(data.to_df(), [700, 700, 2100]), data.domain)
@@ -260,10 +269,11 @@ def test_aim_release_identical_to_numpy(client):
     for c in expected.model.cliques:
         assert ours.model.potentials[c].values.tobytes() == expected.model.potentials[c].values.tobytes()
     assert [r["clique"] for r in ours.rounds] == [r["clique"] for r in expected.rounds]
-    with pytest.raises(TypeError, match="AIM.run needs a marginals.Dataset or marginals.DaskDataset, got DataFrame"):
+    with pytest.raises(TypeError, match=r"AIM.run needs private rows \(a marginals.Dataset or DaskDataset\), got DataFrame"):
         AIM(1.0).run(data.to_df())
 
 
+@pytest.mark.slow
 def test_adassp_on_dask_equals_in_memory(client):
     """AdaSSP's statistics come from exact marginals, so the Dask table gives the same fit."""
     from ddssp import AdaSSP, ObjPert

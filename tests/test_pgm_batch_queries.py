@@ -10,25 +10,25 @@ import pytest
 from marginals.domain import Domain
 from pgm.batch_queries import anchored_marginals
 from pgm.inference import brute_force_joint
-from pgm.model import Model
 from pgm.queries import MarginalOracle
 
 
-def _random_model(rng, n_attrs, n_cliques, max_size=5, max_k=3, zeros=False):
+def random_structure(rng, n_attrs, n_cliques, max_size=5, max_k=3):
+    """A random domain (1..max_size levels per attribute) and up to ``n_cliques`` distinct cliques of 1..max_k attributes."""
     sizes = tuple(int(s) for s in rng.integers(1, max_size + 1, n_attrs))
     domain = Domain(tuple(f"a{i}" for i in range(n_attrs)), sizes)
     cliques = set()
     for _ in range(n_cliques):
         k = int(rng.integers(1, max_k + 1))
         cliques.add(domain.canonical(tuple(rng.choice(domain.attrs, size=k, replace=False))))
-    cliques = sorted(cliques)
-    potentials = []
-    for c in cliques:
-        p = rng.normal(0, 1.5, domain.project(c).shape)
-        if zeros:
-            p[rng.random(p.shape) < 0.15] = -np.inf
-        potentials.append(p)
-    return Model(domain, cliques, potentials, total=float(rng.uniform(100, 10_000)))
+    return domain, sorted(cliques)
+
+
+def random_structured_model(random_model, rng, n_attrs, n_cliques, zeros=False, **structure):
+    """A random structure with N(0, 1.5^2) log-potentials (15% structural zeros with ``zeros``)."""
+    domain, cliques = random_structure(rng, n_attrs, n_cliques, **structure)
+    total = float(rng.uniform(100, 10_000))
+    return random_model(domain, cliques, rng, total=total, scale=1.5, zeros=0.15 if zeros else 0.0)
 
 
 def _per_query(model, attrs):
@@ -38,9 +38,9 @@ def _per_query(model, attrs):
 
 
 @pytest.mark.parametrize("seed", range(40))
-def test_batched_pairs_and_triples_equal_per_query_path_and_brute_force(seed):
+def test_batched_pairs_and_triples_equal_per_query_path_and_brute_force(seed, random_model):
     rng = np.random.default_rng(seed)
-    model = _random_model(rng, int(rng.integers(4, 9)), int(rng.integers(2, 9)), zeros=seed % 4 == 0)
+    model = random_structured_model(random_model, rng, int(rng.integers(4, 9)), int(rng.integers(2, 9)), zeros=seed % 4 == 0)
     dom = model.domain
     queries = list(itertools.combinations(dom.attrs, 2)) + list(itertools.combinations(dom.attrs, 3))
     batch = model.marginals(queries)
@@ -59,9 +59,9 @@ def test_batched_pairs_and_triples_equal_per_query_path_and_brute_force(seed):
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_anchor_passes_serve_the_out_of_node_queries_on_a_wide_model(seed):
+def test_anchor_passes_serve_the_out_of_node_queries_on_a_wide_model(seed, random_model):
     rng = np.random.default_rng(100 + seed)
-    model = _random_model(rng, 25, 30, max_size=6, max_k=2)
+    model = random_structured_model(random_model, rng, 25, 30, max_size=6, max_k=2)
     dom = model.domain
     node_sets = [set(n) for n in model.tree.nodes]
     pairs = [frozenset(p) for p in itertools.combinations(dom.attrs, 2) if not any(set(p) <= n for n in node_sets)]
@@ -76,9 +76,9 @@ def test_anchor_passes_serve_the_out_of_node_queries_on_a_wide_model(seed):
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_triples_with_no_two_attributes_in_one_node_are_served_by_pick_up_passes(seed):
+def test_triples_with_no_two_attributes_in_one_node_are_served_by_pick_up_passes(seed, random_model):
     rng = np.random.default_rng(300 + seed)
-    model = _random_model(rng, 12, 14, max_size=4, max_k=2)
+    model = random_structured_model(random_model, rng, 12, 14, max_size=4, max_k=2)
     dom = model.domain
     node_sets = [set(n) for n in model.tree.nodes]
     comp = {a: model.tree.component(i) for i, n in enumerate(model.tree.nodes) for a in n}

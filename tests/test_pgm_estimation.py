@@ -16,11 +16,6 @@ DOM = Domain(tuple("abcde"), (2, 3, 4, 2, 3))
 CLIQUES = [("a", "b"), ("b", "c"), ("c", "d", "e"), ("a", "e")]
 
 
-def random_model(cliques, seed, total=1000.0, domain=DOM):
-    rng = np.random.default_rng(seed)
-    return Model(domain, cliques, [rng.normal(size=domain.project(c).shape) for c in cliques], total)
-
-
 def exact_measurements(model, cliques):
     return [Measurement(tuple(c), model.project(c).values, 1.0) for c in cliques]
 
@@ -37,8 +32,8 @@ def noisy_measurements(model, cliques, sigma, seed):
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_recovers_exact_marginals_of_a_factorizing_distribution(seed):
-    truth = random_model(CLIQUES, seed)
+def test_recovers_exact_marginals_of_a_factorizing_distribution(seed, random_model):
+    truth = random_model(DOM, CLIQUES, seed)
     # Full cliques (some in non-domain order) plus measurements on strict subsets of a clique.
     measured = [("b", "a"), ("c", "b"), ("e", "c", "d"), ("a", "e"), ("d",), ("e", "c")]
     model = estimate(DOM, exact_measurements(truth, measured), iters=600)
@@ -52,10 +47,10 @@ def test_recovers_exact_marginals_of_a_factorizing_distribution(seed):
     assert set(model.cliques) == {("a", "b"), ("b", "c"), ("c", "d", "e"), ("a", "e")}
 
 
-def test_recovers_a_model_with_disconnected_parts_and_an_isolated_attribute():
+def test_recovers_a_model_with_disconnected_parts_and_an_isolated_attribute(random_model):
     dom = Domain(tuple("abcdef"), (3, 2, 4, 2, 3, 5))
     cliques = [("a", "b"), ("b", "c"), ("e", "d")]
-    truth = random_model(cliques, 11, total=250.0, domain=dom)
+    truth = random_model(dom, cliques, 11, total=250.0)
     measured = cliques + [("f",)]
     model = estimate(dom, exact_measurements(truth, measured), iters=600)
     for c in measured + [("a", "e"), ("f", "c")]:
@@ -65,8 +60,8 @@ def test_recovers_a_model_with_disconnected_parts_and_an_isolated_attribute():
 # --- the optimisation path -----------------------------------------------------------------------
 
 
-def test_loss_history_never_increases_and_callback_sees_every_iteration():
-    truth = random_model(CLIQUES, 3)
+def test_loss_history_never_increases_and_callback_sees_every_iteration(random_model):
+    truth = random_model(DOM, CLIQUES, 3)
     meas = noisy_measurements(truth, CLIQUES + [("b",)], sigma=5.0, seed=0)
     seen = []
     model = estimate(DOM, meas, iters=150, callback=lambda it, loss: seen.append((it, loss)))
@@ -82,8 +77,8 @@ def test_loss_history_never_increases_and_callback_sees_every_iteration():
     assert history[-1] == pytest.approx(direct, rel=1e-9)
 
 
-def test_warm_start_resumes_at_the_previous_optimum():
-    truth = random_model(CLIQUES, 4)
+def test_warm_start_resumes_at_the_previous_optimum(random_model):
+    truth = random_model(DOM, CLIQUES, 4)
     meas = noisy_measurements(truth, CLIQUES, sigma=3.0, seed=1)
     first = estimate(DOM, meas, iters=40)
     second = estimate(DOM, meas, iters=40, warm_start=first)
@@ -95,20 +90,20 @@ def test_warm_start_resumes_at_the_previous_optimum():
     assert cold.info["history"][0] > h1[-1]  # a cold start does not begin there
 
 
-def test_warm_start_resumes_or_restarts_the_step_size():
-    truth = random_model(CLIQUES, 4)
+def test_warm_start_resumes_or_restarts_the_step_size(random_model):
+    truth = random_model(DOM, CLIQUES, 4)
     meas = noisy_measurements(truth, CLIQUES, sigma=3.0, seed=1)
     first = estimate(DOM, meas, iters=40, momentum=0.0, step_growth=1.5)
     initial = 2.0 / (first.info["lipschitz"] * minimum_variance_total(meas))
-    assert first.info["stepsize"] > initial  # it grew
+    assert first.stepsize > initial  # it grew
     resumed = estimate(DOM, meas, iters=0, warm_start=first)
     restarted = estimate(DOM, meas, iters=0, warm_start=first, resume_stepsize=False)
-    assert resumed.info["stepsize"] == first.info["stepsize"]
-    assert restarted.info["stepsize"] == pytest.approx(initial, rel=1e-12)
+    assert resumed.stepsize == first.stepsize
+    assert restarted.stepsize == pytest.approx(initial, rel=1e-12)
 
 
-def test_warm_start_into_a_larger_clique_set_keeps_the_old_information():
-    truth = random_model(CLIQUES, 5)
+def test_warm_start_into_a_larger_clique_set_keeps_the_old_information(random_model):
+    truth = random_model(DOM, CLIQUES, 5)
     old_meas = noisy_measurements(truth, [("a", "b"), ("b", "c"), ("c", "d")], sigma=2.0, seed=2)
     old = estimate(DOM, old_meas, iters=100)
     # New cliques: one swallows two old ones, one adds a new attribute.
@@ -146,8 +141,8 @@ def test_the_two_weightings_differ():
     assert np.max(np.abs(iv - isg)) > 1.0
 
 
-def test_tol_stops_early():
-    truth = random_model(CLIQUES, 6)
+def test_tol_stops_early(random_model):
+    truth = random_model(DOM, CLIQUES, 6)
     meas = noisy_measurements(truth, CLIQUES, sigma=5.0, seed=4)
     model = estimate(DOM, meas, iters=5000, tol=1e-4)
     it = model.info["iterations"]
@@ -158,8 +153,8 @@ def test_tol_stops_early():
     assert all(h[k - 10] - h[k] > 1e-4 * h[k - 10] for k in range(10, it))  # it did not stop any sooner
 
 
-def test_iters_zero_returns_the_starting_model():
-    truth = random_model(CLIQUES, 7)
+def test_iters_zero_returns_the_starting_model(random_model):
+    truth = random_model(DOM, CLIQUES, 7)
     meas = exact_measurements(truth, CLIQUES)
     model = estimate(DOM, meas, iters=0)
     assert model.info["iterations"] == 0 and len(model.info["history"]) == 1
@@ -167,8 +162,8 @@ def test_iters_zero_returns_the_starting_model():
     np.testing.assert_allclose(uniform, np.full((2, 3), model.total / 6), rtol=1e-12)
 
 
-def test_bad_inputs_raise():
-    truth = random_model(CLIQUES, 8)
+def test_bad_inputs_raise(random_model):
+    truth = random_model(DOM, CLIQUES, 8)
     good = exact_measurements(truth, CLIQUES)
     with pytest.raises(ValueError, match="shape"):
         estimate(DOM, good + [Measurement(("a", "b"), np.ones((3, 2)), 1.0)], iters=1)
@@ -183,7 +178,7 @@ def test_bad_inputs_raise():
     with pytest.raises(ValueError, match="at least one measurement"):
         estimate(DOM, [], iters=1)
     with pytest.raises(ValueError, match="at least one measurement"):
-        estimate(DOM, [], iters=1, total=10.0, warm_start=random_model(CLIQUES, 9))
+        estimate(DOM, [], iters=1, total=10.0, warm_start=random_model(DOM, CLIQUES, 9))
 
 
 # --- total and clique bookkeeping ----------------------------------------------------------------
@@ -214,8 +209,8 @@ def test_potential_cliques_keeps_maximal_cliques_in_domain_order():
     assert got == [("a", "b"), ("c", "d", "e"), ("a", "e")]
 
 
-def test_lipschitz_and_initial_step_follow_the_metadata_formula():
-    truth = random_model(CLIQUES, 9)
+def test_lipschitz_and_initial_step_follow_the_metadata_formula(random_model):
+    truth = random_model(DOM, CLIQUES, 9)
     meas = [
         Measurement(("a", "b"), truth.project(("a", "b")).values, 2.0),
         Measurement(("a",), truth.project(("a",)).values, 1.0),
@@ -223,14 +218,14 @@ def test_lipschitz_and_initial_step_follow_the_metadata_formula():
     model = estimate(DOM, meas, iters=0)
     # Both measurements land on clique (a, b) (6 cells): 1/4 * 6/6 + 1/1 * 6/2 = 3.25.
     assert model.info["lipschitz"] == pytest.approx(3.25, rel=1e-14)
-    assert model.info["stepsize"] == pytest.approx(2.0 / (3.25 * model.total), rel=1e-12)
+    assert model.stepsize == pytest.approx(2.0 / (3.25 * model.total), rel=1e-12)
     assert isinstance(model, pgm.Model)
 
 
-def test_warm_start_from_structural_zeros_stays_finite():
+def test_warm_start_from_structural_zeros_stays_finite(random_model):
     # a model with -inf log-potentials (cells that can never occur) warm-starts the next fit;
     # the momentum step used to form (-inf) - (-inf) = NaN and poison every later iterate
-    truth = random_model(CLIQUES, 6)
+    truth = random_model(DOM, CLIQUES, 6)
     potentials = [f.values.copy() for f in truth.potentials.values()]
     potentials[0][1, 2] = -np.inf  # a = 1, b = 2 never occurs
     potentials[2][0, :, 1] = -np.inf

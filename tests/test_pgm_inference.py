@@ -30,14 +30,9 @@ def domain6(rng: np.random.Generator) -> Domain:
     return Domain(tuple("abcdef"), tuple(int(s) for s in rng.integers(2, 5, 6)))
 
 
-def random_model(domain, cliques, rng, total=1000.0, scale=1.0, zeros=0.0):
-    potentials = []
-    for c in cliques:
-        values = rng.normal(scale=scale, size=domain.project(c).shape)
-        if zeros:
-            values[rng.random(values.shape) < zeros] = -np.inf
-        potentials.append(values)
-    return Model(domain, cliques, potentials, total), potentials
+def log_potentials(model: Model) -> list[np.ndarray]:
+    """The model's log-potential tables, in clique order (what brute force multiplies out)."""
+    return [f.values for f in model.potentials.values()]
 
 
 def bf_marginal(joint: np.ndarray, domain: Domain, attrs) -> np.ndarray:
@@ -75,19 +70,21 @@ def check_against_brute_force(model: Model, potentials, rng) -> None:
 
 @pytest.mark.parametrize("structure", sorted(STRUCTURES))
 @pytest.mark.parametrize("seed", range(3))
-def test_marginals_equal_brute_force(structure, seed):
+def test_marginals_equal_brute_force(structure, seed, random_model):
     rng = np.random.default_rng(1000 * seed + len(structure))
     dom = domain6(rng)
-    model, potentials = random_model(dom, STRUCTURES[structure], rng, total=float(rng.integers(100, 100_000)))
+    model = random_model(dom, STRUCTURES[structure], rng, total=float(rng.integers(100, 100_000)))
+    potentials = log_potentials(model)
     check_against_brute_force(model, potentials, rng)
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_marginals_with_structural_zeros(seed):
+def test_marginals_with_structural_zeros(seed, random_model):
     rng = np.random.default_rng(50 + seed)
     dom = domain6(rng)
     cliques = STRUCTURES["five_cycle_and_triple"]
-    model, potentials = random_model(dom, cliques, rng, zeros=0.25)
+    model = random_model(dom, cliques, rng, zeros=0.25)
+    potentials = log_potentials(model)
     joint = brute_force_joint(dom, cliques, potentials, model.total)
     assert (joint == 0).any()
     with warnings.catch_warnings():
@@ -101,20 +98,22 @@ def test_marginals_with_structural_zeros(seed):
 
 
 @pytest.mark.parametrize("scale", [40.0, 400.0])  # exp(+-120); exp(+-1200) overflows float64
-def test_marginals_with_peaked_potentials_are_stable(scale):
+def test_marginals_with_peaked_potentials_are_stable(scale, random_model):
     rng = np.random.default_rng(9)
     dom = domain6(rng)
-    model, potentials = random_model(dom, STRUCTURES["four_cycle"], rng, scale=scale)
+    model = random_model(dom, STRUCTURES["four_cycle"], rng, scale=scale)
+    potentials = log_potentials(model)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         check_against_brute_force(model, potentials, rng)
 
 
-def test_calibrated_beliefs_are_consistent_and_sum_to_total():
+def test_calibrated_beliefs_are_consistent_and_sum_to_total(random_model):
     rng = np.random.default_rng(3)
     dom = domain6(rng)
     cliques = STRUCTURES["disconnected"]
-    model, potentials = random_model(dom, cliques, rng, total=500.0)
+    model = random_model(dom, cliques, rng, total=500.0)
+    potentials = log_potentials(model)
     tree = build_junction_tree(dom, cliques)
     engine = TreeEngine(tree, cliques)
     beliefs = engine.calibrate(potentials, 500.0)
@@ -140,10 +139,10 @@ def test_all_impossible_model_raises():
         model.project(("a",))
 
 
-def test_empty_query_and_unknown_attributes():
+def test_empty_query_and_unknown_attributes(random_model):
     rng = np.random.default_rng(4)
     dom = domain6(rng)
-    model, _ = random_model(dom, STRUCTURES["chain"], rng, total=321.0)
+    model = random_model(dom, STRUCTURES["chain"], rng, total=321.0)
     assert float(model.marginals([()])[0]) == pytest.approx(321.0)
     with pytest.raises(ValueError, match="unknown"):
         model.project(("a", "zz"))
@@ -151,11 +150,12 @@ def test_empty_query_and_unknown_attributes():
         model.project(("a", "a"))
 
 
-def test_model_validation_and_basic_properties():
+def test_model_validation_and_basic_properties(random_model):
     rng = np.random.default_rng(5)
     dom = domain6(rng)
     cliques = STRUCTURES["chain"]
-    model, potentials = random_model(dom, cliques, rng)
+    model = random_model(dom, cliques, rng)
+    potentials = log_potentials(model)
     assert model.cliques == tuple(cliques)
     assert list(model.potentials) == list(cliques)
     assert model.size_mb == pgm.model_size_mb(dom, cliques)
@@ -164,10 +164,11 @@ def test_model_validation_and_basic_properties():
         Model(dom, cliques, potentials[:-1], 10.0)
 
 
-def test_repeated_queries_are_cached_and_transposed():
+def test_repeated_queries_are_cached_and_transposed(random_model):
     rng = np.random.default_rng(6)
     dom = domain6(rng)
-    model, potentials = random_model(dom, STRUCTURES["four_cycle"], rng)
+    model = random_model(dom, STRUCTURES["four_cycle"], rng)
+    potentials = log_potentials(model)
     ab = model.project(("c", "e")).values
     ba = model.project(("e", "c")).values
     np.testing.assert_array_equal(ab.T, ba)
@@ -178,10 +179,11 @@ def test_repeated_queries_are_cached_and_transposed():
     assert np.max(np.abs(ab - bf_marginal(joint, dom, ("c", "e")))) <= TOL * model.total
 
 
-def test_handed_over_beliefs_are_used_as_is():
+def test_handed_over_beliefs_are_used_as_is(random_model):
     rng = np.random.default_rng(8)
     dom = domain6(rng)
-    model, potentials = random_model(dom, STRUCTURES["tree"], rng)
+    model = random_model(dom, STRUCTURES["tree"], rng)
+    potentials = log_potentials(model)
     other = Model(dom, model.cliques, potentials, model.total, tree=model.tree, beliefs=model.beliefs)
     assert other.tree is model.tree
     assert all(x is y for x, y in zip(other.beliefs, model.beliefs))
@@ -199,10 +201,11 @@ def test_repeated_cliques_are_refused_rather_than_silently_dropped():
     np.testing.assert_allclose(model.project(("a", "b")).values, joint, rtol=1e-12)
 
 
-def test_returned_marginals_cannot_corrupt_the_cache():
+def test_returned_marginals_cannot_corrupt_the_cache(random_model):
     rng = np.random.default_rng(12)
     dom = domain6(rng)
-    model, potentials = random_model(dom, STRUCTURES["four_cycle"], rng)
+    model = random_model(dom, STRUCTURES["four_cycle"], rng)
+    potentials = log_potentials(model)
     joint = brute_force_joint(dom, model.cliques, potentials, model.total)
     for attrs in [("a", "b"), ("c", "e"), ("e", "c"), ("f",)]:
         table = model.marginals([attrs])[0]

@@ -10,16 +10,12 @@ import pandas as pd
 import pytest
 
 from marginals.domain import Domain
+from marginals.randomness import InsecureRandom
 from pgm import Model, sample_rows
 from pgm.sampling import group_sample
 
 DOM = Domain(tuple("abcde"), (3, 2, 4, 3, 2))
 CLIQUES = [("a", "b"), ("b", "c"), ("c", "d"), ("d", "a"), ("d", "e")]  # a 4-cycle plus a leaf
-
-
-def random_model(domain, cliques, seed, total=1000.0, scale=1.0):
-    rng = np.random.default_rng(seed)
-    return Model(domain, cliques, [rng.normal(scale=scale, size=domain.project(c).shape) for c in cliques], total)
 
 
 def empirical(df: pd.DataFrame, domain: Domain, attrs) -> np.ndarray:
@@ -29,8 +25,8 @@ def empirical(df: pd.DataFrame, domain: Domain, attrs) -> np.ndarray:
 
 
 @pytest.fixture(scope="module")
-def big_sample():
-    model = random_model(DOM, CLIQUES, seed=0)
+def big_sample(random_model):
+    model = random_model(DOM, CLIQUES, 0)
     return model, model.synthetic_data(200_000, np.random.default_rng(1))
 
 
@@ -97,8 +93,8 @@ def test_group_sample_is_unbiased_within_groups():
     np.testing.assert_allclose(draws.mean(axis=0), 3 * cond[0], atol=0.05)
 
 
-def test_same_seed_same_rows_different_seed_different_rows():
-    model = random_model(DOM, CLIQUES, seed=6)
+def test_same_seed_same_rows_different_seed_different_rows(random_model):
+    model = random_model(DOM, CLIQUES, 6)
     a = model.synthetic_data(5000, np.random.default_rng(42))
     b = model.synthetic_data(5000, np.random.default_rng(42))
     c = model.synthetic_data(5000, np.random.default_rng(43))
@@ -106,16 +102,16 @@ def test_same_seed_same_rows_different_seed_different_rows():
     assert not a.equals(c)
 
 
-def test_zero_rows_and_default_row_count():
-    model = random_model(DOM, CLIQUES, seed=7, total=123.4)
+def test_zero_rows_and_default_row_count(random_model):
+    model = random_model(DOM, CLIQUES, 7, total=123.4)
     empty = model.synthetic_data(0, np.random.default_rng(0))
     assert len(empty) == 0 and list(empty.columns) == list(DOM.attrs)
     assert len(model.synthetic_data(rng=np.random.default_rng(0))) == 123  # round(total)
 
 
-def test_columns_in_domain_order_with_compact_dtypes():
+def test_columns_in_domain_order_with_compact_dtypes(random_model):
     dom = Domain(("z", "big", "a"), (3, 300, 2))
-    model = random_model(dom, [("a", "big"), ("z", "a")], seed=8)
+    model = random_model(dom, [("a", "big"), ("z", "a")], 8)
     df = model.synthetic_data(1000, np.random.default_rng(0))
     assert list(df.columns) == ["z", "big", "a"]
     assert df["z"].dtype == np.uint8 and df["big"].dtype == np.uint16 and df["a"].dtype == np.uint8
@@ -124,12 +120,12 @@ def test_columns_in_domain_order_with_compact_dtypes():
     assert list(df.index) == list(range(1000))
 
 
-def test_bad_arguments_raise():
-    model = random_model(DOM, CLIQUES, seed=9)
-    with pytest.raises(TypeError):
-        model.synthetic_data(10)  # no rng
+def test_bad_arguments_raise(random_model):
+    model = random_model(DOM, CLIQUES, 9)
     with pytest.raises(TypeError):
         sample_rows(model, 10, np.random.RandomState(0))
+    with pytest.raises(TypeError, match="RandomSource"):
+        model.synthetic_data(10, InsecureRandom(0, warn=False))  # published-noise sources are not samplers
     with pytest.raises(ValueError):
         model.synthetic_data(-1, np.random.default_rng(0))
 
@@ -145,10 +141,10 @@ def conditional_mutual_information(df: pd.DataFrame, domain: Domain, x: str, y: 
     return float(np.nansum(terms))
 
 
-def test_conditionally_independent_children_are_not_correlated():
+def test_conditionally_independent_children_are_not_correlated(random_model):
     # a -> b, a -> c: b and c share the parent a and are independent given a.
     dom = Domain(("a", "b", "c"), (3, 3, 4))
-    model = random_model(dom, [("a", "b"), ("a", "c")], seed=10, scale=1.5)
+    model = random_model(dom, [("a", "b"), ("a", "c")], 10, scale=1.5)
     assert model.tree.nodes == (("a", "b"), ("a", "c"))
     n = 200_000
     df = model.synthetic_data(n, np.random.default_rng(11))

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from marginals import DaskDataset, Domain
+from marginals.source import check_unweighted
 
 from ..base import EncodedLinearModel, as_dataset
 from ..encoding import Encoding
@@ -26,10 +27,7 @@ def check_privacy_params(epsilon: float, delta: float) -> tuple[float, float]:
 
 
 def _refuse_weights(model: EncodedLinearModel, table: Any) -> None:
-    if table.weights is not None:
-        raise ValueError(
-            f"{type(model).__name__}: the dataset has row weights, whose sensitivity cannot be derived from the domain"
-        )
+    check_unweighted(table, type(model).__name__)
 
 
 def private_statistics(

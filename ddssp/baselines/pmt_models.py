@@ -31,6 +31,7 @@ import pandas as pd
 
 from marginals import Dataset, Domain, gdp_mu
 from marginals.randomness import RandomSource, noise_source
+from marginals.source import MarginalSource, implements
 
 from ..base import EncodedLinearModel, as_dataset
 from ..encoding import Encoding, EncodingOptions
@@ -44,6 +45,7 @@ class _UniformSource:
 
     def __init__(self, domain: Domain) -> None:
         self.domain = domain
+        self.total = 1.0
 
     def marginals(self, cliques: Sequence[Sequence[str]]) -> list[np.ndarray]:
         out = []
@@ -72,7 +74,7 @@ def public_moments(source: Any, encoding: Encoding, domain: Domain) -> tuple[np.
     elif isinstance(source, (Dataset, pd.DataFrame)):
         rows = as_dataset(source, domain)
         stats, kind = sufficient_statistics(rows, encoding), f"public rows (n = {len(rows)})"
-    elif hasattr(source, "marginals") and hasattr(source, "domain"):
+    elif implements(source, MarginalSource):
         stats, kind = sufficient_statistics(source, encoding), "DP release (post-processing)"
     else:
         raise TypeError(

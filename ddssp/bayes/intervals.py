@@ -33,6 +33,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from marginals.source import MeasuredSource, implements
+
 from .resampling import ModelSource, fitted_theta, measurement_errors, mechanism_errors, release_parts
 
 #: interval kinds and bootstrap methods.
@@ -123,7 +125,7 @@ class CoefficientIntervalMixin:
             return
         if method not in METHODS:
             raise ValueError(f"interval must be None or one of {METHODS}, got {method!r}")
-        if not hasattr(getattr(source, "release", source), "measurements"):
+        if not implements(source, MeasuredSource):
             raise TypeError(
                 f"interval={method!r} needs an AIM release (its measurements and configuration); got {type(source).__name__}"
             )

@@ -36,18 +36,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from aim import AIM
+from aim import AIM, AIMConfig
+from aim.config import MECHANISM
 from marginals.dataset import Dataset
 from marginals.domain import Domain
 from marginals.mechanisms import Measurement
-
-#: `aim.AIM` arguments read back from ``Release.config`` to rerun the mechanism.
-AIM_SETTINGS = (
-    "epsilon", "delta", "workload", "max_model_size", "max_iters", "tol", "round_work", "min_iters",
-    "final_iters", "final_tol", "final_work", "rounds", "max_cells", "loss_weight", "estimator_options",
-    "anneal_iters",
-)  # fmt: skip
-
+from marginals.source import MeasuredSource, implements
 
 @dataclass(frozen=True, eq=False)
 class ModelSource:
@@ -56,6 +50,11 @@ class ModelSource:
     domain: Domain
     model: Any
 
+    @property
+    def total(self) -> float:
+        """The model's total count."""
+        return self.model.total
+
     def marginals(self, cliques: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """The model's marginals over ``cliques``."""
         return self.model.marginals([tuple(c) for c in cliques])
@@ -63,12 +62,11 @@ class ModelSource:
 
 def release_parts(source: Any) -> tuple[Any, Domain]:
     """(the underlying `Release`, the domain the estimator sees) for a release or a release view."""
-    release = getattr(source, "release", source)
-    if not (hasattr(release, "measurements") and hasattr(release, "model")):
+    if not implements(source, MeasuredSource):
         raise TypeError(
             f"coefficient intervals need an AIM release (with .measurements and .model), got {type(source).__name__}"
         )
-    return release, source.domain
+    return getattr(source, "release", source), source.domain
 
 
 def full_theta(est: Any) -> np.ndarray:
@@ -83,35 +81,31 @@ def fitted_theta(estimator: Any, source: Any) -> np.ndarray:
         return full_theta(copy.deepcopy(estimator).fit(source))
 
 
-def aim_settings(release: Any) -> dict:
-    """The `aim.AIM` arguments of an AIM release (ValueError for other mechanisms or older files)."""
-    config = getattr(release, "config", None) or {}
-    if config.get("mechanism") != "AIM":
+def rerun_config(release: Any, seed: int) -> AIMConfig:
+    """The release's AIM configuration with float noise seeded by ``seed`` (ValueError for other mechanisms)."""
+    config = dict(getattr(release, "config", None) or {})
+    if config.get("mechanism") != MECHANISM:
         raise ValueError(
             f"interval='mechanism' reruns AIM and needs an AIM release, got mechanism {config.get('mechanism')!r}; "
             "use interval='measurements'"
         )
-    missing = [k for k in AIM_SETTINGS if k not in config]
-    if missing:
-        raise ValueError(f"the release's config lacks AIM setting(s) {missing}: cannot rerun the mechanism")
-    settings = {k: config[k] for k in AIM_SETTINGS}
-    settings["workload"] = [(tuple(clique), weight) for clique, weight in config["workload"]]
-    return settings
+    config["exact_noise"] = False  # float Gaussian noise of the same sigmas: the rerun is never published
+    return AIMConfig.from_dict(config, insecure_seed=seed)
 
 
 def mechanism_errors(estimator: Any, source: Any, n_boot: int, rng: np.random.Generator) -> np.ndarray:
     """(n_boot, p) errors of ``estimator`` over AIM reruns on rows drawn from the released model."""
     release, domain = release_parts(source)
-    settings = aim_settings(release)
+    rerun_config(release, 0)  # a clear error before any work
     attrs = list(domain.attrs)
     n = int(round(release.model.total))
     errors = []
     for _ in range(n_boot):
         rows = release.model.synthetic_data(n, rng)
-        seed = int(rng.integers(2**63 - 1))
+        config = rerun_config(release, int(rng.integers(2**63 - 1)))
         with warnings.catch_warnings():  # the seeded rerun warns that it is not private: it needs not be
             warnings.simplefilter("ignore")
-            rerun = AIM(**settings, insecure_seed=seed, exact_noise=False).run(Dataset(rows, release.domain))
+            rerun = AIM.from_config(config).run(Dataset(rows, release.domain))
         theta = fitted_theta(estimator, ModelSource(domain, rerun.model))
         truth = fitted_theta(estimator, Dataset(rows[attrs], domain))
         errors.append(theta - truth)

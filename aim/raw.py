@@ -1,0 +1,118 @@
+"""From a raw table to a release and readable synthetic rows in one call: `synthesize`.
+
+    release, synthetic = synthesize(pd.read_csv("raw.csv"), epsilon=1.0)
+
+The spec that turns raw values into codes is public by construction: either given (``spec``),
+or drafted from a public ``schema`` (`marginals.spec_public`) with whatever it leaves open
+inferred from the rows under DP (`marginals.spec_infer`), charged to the same ledger as AIM.
+
+Budget. The user's (epsilon, delta) is split once, before any row is read:
+
+- ``threshold_delta`` = `THRESHOLD_DELTA_SHARE` x delta is reserved for the thresholded category
+  histograms (only when a column may need one), the rest is the ledger's conversion delta;
+- the ledger's rho = cdp_rho(epsilon, delta - threshold_delta); the spec may spend ``spec_share``
+  of it; AIM runs at the epsilon of what is left (rounded down), so its charges fit;
+- the release's ledger holds the spec's charges (labels ``spec <column>: ...``) followed by AIM's,
+  and the run asserts they stay within rho. By approximate-zCDP composition (see
+  `marginals.spec_infer`) the release is (epsilon, delta)-DP.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from marginals.discretize import Discretizer
+from marginals.privacy import BUDGET_RTOL, Accountant, cdp_eps, cdp_rho, check_delta
+from marginals.randomness import check_seed
+from marginals.spec_infer import infer_spec
+from marginals.spec_public import DEFAULT_BINS, draft_spec, spec_gaps
+
+from .mechanism import AIM
+from .release import Release
+
+#: default share of the privacy budget (rho) the DP spec inference may spend.
+SPEC_SHARE = 0.05
+#: share of delta reserved for the thresholded category histograms (when a column may need one).
+THRESHOLD_DELTA_SHARE = 0.1
+
+
+def aim_epsilon(rho: float, delta: float) -> float:
+    """The largest epsilon (from cdp_eps, nudged down) whose AIM budget cdp_rho(epsilon, delta) fits in ``rho``."""
+    eps = cdp_eps(rho, delta)
+    while cdp_rho(eps, delta) > rho:
+        eps = math.nextafter(eps, 0.0)
+    return eps
+
+
+def _seeds(insecure_seed: int | None) -> tuple[int | None, int | None]:
+    """Two independent test seeds (spec, AIM) from one, so the two noise streams never coincide."""
+    if insecure_seed is None:
+        return None, None
+    a, b = np.random.SeedSequence(check_seed(insecure_seed, "insecure_seed")).generate_state(2)
+    return int(a), int(b)
+
+
+def _public_spec(spec: Any) -> Discretizer:
+    if isinstance(spec, Discretizer):
+        return spec
+    if isinstance(spec, Mapping):
+        return Discretizer.from_spec(spec)
+    return Discretizer.load(spec)
+
+
+def synthesize(data: pd.DataFrame, epsilon: float, delta: float = 1e-9, *, spec: Any = None, schema: Any = None,
+               spec_share: float = SPEC_SHARE, bins: int = DEFAULT_BINS, rows: int | None = None,
+               numeric: str = "uniform", insecure_seed: int | None = None, sample_seed: Any = None,
+               **aim_options) -> tuple[Release, pd.DataFrame]:
+    """Run AIM on a raw DataFrame and return (release, readable synthetic rows).
+
+    ``spec``: a public spec (dict, path or `Discretizer`); otherwise ``schema`` (public; default the
+    column names) is completed under DP with ``spec_share`` of the budget. ``rows``, ``numeric`` and
+    ``sample_seed`` go to `Release.synthetic_data`; other keywords to `AIM`. ``insecure_seed``:
+    tests only (the release is then marked not private).
+    """
+    if not isinstance(data, pd.DataFrame):
+        raise TypeError(f"synthesize expects a pandas DataFrame of raw values, got {type(data).__name__}")
+    check_delta(delta)
+    cdp_rho(epsilon, delta)  # validates epsilon before any row is read
+    if not (0 < spec_share < 1):
+        raise ValueError(f"spec_share must lie in (0, 1), got {spec_share}")
+    if spec is not None and schema is not None:
+        raise ValueError("give spec (complete and public) or schema (completed under DP), not both")
+    partial = None if spec is not None else draft_spec(schema if schema is not None else
+                                                       [str(c) for c in data.columns], bins)
+    if spec is not None or not any(spec_gaps(partial).values()):
+        disc = _public_spec(spec if spec is not None else partial)
+        coded = disc.transform(data.set_axis([str(c) for c in data.columns], axis=1), extra="drop")
+        release = AIM(epsilon, delta, insecure_seed=insecure_seed, **aim_options).run(coded).with_spec(disc)
+    else:
+        release = _synthesize_inferred(data, epsilon, delta, partial, spec_share, bins, insecure_seed, aim_options)
+    return release, release.synthetic_data(rows, rng=sample_seed, numeric=numeric)
+
+
+def _synthesize_inferred(data: pd.DataFrame, epsilon: float, delta: float, partial: dict, spec_share: float,
+                         bins: int, insecure_seed: int | None, aim_options: dict) -> Release:
+    """The DP spec inference and AIM on one ledger (see the module docstring)."""
+    gaps = spec_gaps(partial)
+    thresholds = any(g and partial["columns"][c].get("type") != "numeric" for c, g in gaps.items())
+    threshold_delta = delta * THRESHOLD_DELTA_SHARE if thresholds else 0.0
+    ledger = Accountant.from_epsilon(epsilon, delta - threshold_delta)
+    spec_seed, aim_seed = _seeds(insecure_seed)
+    disc = infer_spec(data, ledger, spec_share * ledger.rho, threshold_delta, schema=partial, bins=bins, rng=spec_seed)
+    spec_rho = ledger.spent
+    coded = disc.transform(data.set_axis([str(c) for c in data.columns], axis=1), extra="drop")
+    eps_aim = aim_epsilon(ledger.remaining, ledger.delta)
+    inner = AIM(eps_aim, ledger.delta, insecure_seed=aim_seed, **aim_options).run(coded)
+    for c in inner.ledger.charges:
+        ledger.charge(c.rho, c.label, c.mechanism, **c.params)
+    assert ledger.spent <= ledger.rho * (1 + BUDGET_RTOL), "privacy ledger exceeds the budget"
+    config = {**inner.config, "epsilon": float(epsilon), "delta": float(delta), "threshold_delta": threshold_delta,
+              "aim_epsilon": eps_aim, "spec_share": float(spec_share), "spec_rho": spec_rho}
+    rounds = [{**r, "rho_used": r["rho_used"] + spec_rho} if "rho_used" in r else r for r in inner.rounds]
+    return Release(domain=inner.domain, measurements=inner.measurements, model=inner.model, ledger=ledger,
+                   rounds=rounds, config=config, private=inner.private and insecure_seed is None,
+                   spec=disc.to_spec())

@@ -1,0 +1,74 @@
+"""``dp-marginals report``: one self-contained HTML file showing what a release cost and holds
+(ledger, rounds, model, measured-clique graph; see `aim.report`), plus its PNGs in a folder.
+
+``--data`` (the private CSV of codes) adds a NON-PRIVATE diagnostic: per-marginal errors and
+true-vs-model plots. That report is for the data holder only: it is written owner-only and
+must not be published. Exit codes as for every subcommand (0 ok, 2 bad input or missing extra).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+from aim.report import write_report
+from aim.report_plots import EXTRA, MissingExtraError
+from marginals.dataset import Dataset
+from marginals.domain import Domain
+
+
+def add_report_parser(subparsers: Any, parents: Sequence[argparse.ArgumentParser] = ()) -> argparse.ArgumentParser:
+    """Register ``report`` on the ``subparsers`` of the main parser (``parents``: the shared flags)."""
+    from .cli import nonnegative_int  # the main CLI module imports this one: import it once it is loaded
+
+    p = subparsers.add_parser(
+        "report", parents=list(parents),
+        help="HTML quality report of a release (ledger, rounds, cliques; --data adds a NON-PRIVATE diagnostic)",
+    )
+    p.add_argument("--release", required=True, help="the release file (.npz) to describe")
+    p.add_argument("--out", help="the HTML file (default: <release>-report.html next to the release)")
+    p.add_argument("--data", help="the PRIVATE CSV of codes the release was made from: adds a non-private "
+                                  "diagnostic (errors of every 1-way and 2-way marginal); do not publish that report")
+    p.add_argument("--domain", help="with --data: its domain.json (default: the release's own domain)")
+    p.add_argument("--synthetic", help="with --data: a CSV of synthetic codes, compared with the true marginals too")
+    p.add_argument("--png-dir", help="folder for the PNGs (default <out>_files next to the HTML)")
+    p.add_argument("--no-png", action="store_true", help="write only the HTML (its images are embedded anyway)")
+    p.add_argument("--worst", type=nonnegative_int, default=6,
+                   help="with --data: heatmaps of this many worst 2-way marginals (default 6)")
+    p.add_argument("--title", help="page title (default: from the output name)")
+    p.set_defaults(func=cmd_report)
+    return p
+
+
+def _read_codes(path: str | None, domain: Domain) -> Dataset | None:
+    return None if path is None else Dataset.from_csv(path, domain)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Write the report; one line per output on stdout."""
+    from . import cli  # shared helpers of the main CLI module (which imports this one)
+
+    out = Path(args.out or Path(args.release).with_suffix("").as_posix() + "-report.html")
+    if args.no_png and args.png_dir:
+        raise ValueError("give --png-dir or --no-png, not both")
+    for flag in ("domain", "synthetic"):
+        if getattr(args, flag) and not args.data:
+            raise ValueError(f"--{flag} goes with --data (the private rows the diagnostic compares against)")
+    cli.check_outputs([("--out", out)], [("--release", args.release), ("--data", args.data),
+                                         ("--domain", args.domain), ("--synthetic", args.synthetic)])
+    release = cli._load_release(args.release)
+    domain = Domain.load(args.domain) if args.domain else release.domain
+    png_dir: str | bool = False if args.no_png else (args.png_dir or True)
+    try:
+        write_report(release, out, _read_codes(args.data, domain), synthetic=_read_codes(args.synthetic, domain),
+                     png_dir=png_dir, title=args.title, worst=args.worst)
+    except MissingExtraError as exc:
+        return cli._fail(f"{exc} (the '{EXTRA}' extra)", 2)
+    folder = "" if png_dir is False else f" and its PNGs in {args.png_dir or out.with_name(out.stem + '_files')}"
+    print(f"wrote {out}{folder}")
+    if args.data:
+        print(f"warning: {out} holds a NON-PRIVATE diagnostic computed from {args.data}: for your eyes only "
+              "(written owner-only); do not publish it", file=sys.stderr)  # never silenced by --quiet
+    return 0

@@ -1,0 +1,337 @@
+"""One column of a discretization spec: its validation, and how raw values become codes and back.
+
+A column is ``categorical`` (a list of categories, optional aliases and an ``<other>`` level for
+unseen values) or ``numeric`` (bin edges, or ``lo``/``hi``/``bins``; values outside are clipped
+into the end bins). Missing values (NaN/None or a listed marker) raise, get their own level
+(``"missing": "level"``) or drop their row (``"missing": "drop"``); values outside the categories
+raise, go to ``<other>`` or drop their row the same way (``"unseen"``). A numeric column with
+``"non_numeric": "missing"`` treats text that is not a number as missing instead of raising.
+`marginals.discretize.Discretizer` assembles the columns into a domain.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from .dataset import DataError, _example, code_dtype
+
+UNSEEN_OPTIONS = ("error", "other", "drop")
+MISSING_OPTIONS = ("error", "level", "drop")
+NON_NUMERIC_OPTIONS = ("error", "missing")
+NUMERIC_DECODINGS = ("midpoint", "interval", "uniform")
+OTHER_LABEL = "<other>"
+MISSING_LABEL = "<missing>"
+_COMMON_KEYS = {"type", "missing", "missing_markers", "note"}
+KEYS = {
+    "categorical": _COMMON_KEYS | {"categories", "aliases", "unseen"},
+    "numeric": _COMMON_KEYS | {"lo", "hi", "bins", "edges", "integer", "non_numeric"},
+}
+
+
+class SpecError(ValueError):
+    """Raised when a discretizer spec is invalid (the message names the column and the key)."""
+
+
+def value_key(value: Any) -> str:
+    """The text a value is matched by: strings stripped, integral numbers without a decimal point."""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def fmt_number(x: float) -> str:
+    """A number as short text: integral values without a decimal point, others to 12 digits."""
+    return str(int(x)) if float(x).is_integer() else format(float(x), ".12g")
+
+
+def series_keys(s: pd.Series) -> np.ndarray:
+    """The text of every value, stripped, vectorized (entries of missing values are meaningless)."""
+    if isinstance(s.dtype, np.dtype) and s.dtype.kind in "iuf":
+        return s.to_numpy().astype(str).astype(object)
+    return s.astype(str).str.strip().to_numpy(dtype=object)
+
+
+def integral_keys(keys: np.ndarray) -> np.ndarray:
+    """Keys whose text is an integral number rewritten without a decimal point ("3.0" -> "3")."""
+    num = pd.to_numeric(pd.Series(keys, dtype=object), errors="coerce").to_numpy(np.float64)
+    whole = np.isfinite(num) & (num == np.round(num)) & (np.abs(num) < 2.0**53)
+    out = keys.copy()
+    out[whole] = num[whole].astype(np.int64).astype(str)
+    return out
+
+
+def _number(spec: Mapping, key: str, where: str) -> float:
+    v = spec[key]
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise SpecError(f"{where}: {key!r} must be a finite number, got {v!r}")
+    return v
+
+
+def choice(spec: Mapping, key: str, allowed: tuple[str, ...], default: str, where: str) -> str:
+    """``spec[key]`` (or ``default``) after checking it is one of ``allowed``."""
+    v = spec.get(key, default)
+    if v not in allowed:
+        raise SpecError(f"{where}: {key!r} must be one of {list(allowed)}, got {v!r}")
+    return v
+
+
+def markers(value: Any, where: str) -> tuple[str, ...]:
+    """Missing markers as keys (a list of strings or numbers)."""
+    ok = isinstance(value, list) and all(isinstance(m, (str, int, float)) and not isinstance(m, bool) for m in value)
+    if not ok:
+        raise SpecError(f"{where}: 'missing_markers' must be a list of strings or numbers, got {value!r}")
+    return tuple(value_key(m) for m in value)
+
+
+@dataclass(eq=False)
+class Column:
+    """One compiled column: how raw values become codes and codes become values."""
+
+    name: str
+    kind: str
+    values: list  # categories or bin labels, one per regular level
+    markers: tuple[str, ...]
+    other_code: int | None = None
+    missing_code: int | None = None
+    drop_missing: bool = False
+    drop_unseen: bool = False
+    lookup: pd.Index | None = None  # categorical: accepted keys (categories, then alias keys)
+    lookup_codes: np.ndarray | None = None
+    edges: np.ndarray | None = None  # numeric
+    integer: bool = False
+    text_is_missing: bool = False
+
+    @property
+    def size(self) -> int:
+        return len(self.values) + (self.other_code is not None) + (self.missing_code is not None)
+
+    def labels(self) -> list[str]:
+        extra = [OTHER_LABEL] * (self.other_code is not None) + [MISSING_LABEL] * (self.missing_code is not None)
+        return [str(v) for v in self.values] + extra
+
+    def encode(self, s: pd.Series) -> tuple[np.ndarray, dict[str, int], np.ndarray]:
+        """Codes of one raw column, its report counts and the rows to drop; `DataError` when an option says so."""
+        raw, missing = s.to_numpy(), s.isna().to_numpy().copy()
+        dropped = np.zeros(len(s), dtype=bool)
+        if self.kind == "numeric" and s.dtype.kind in "iufb":
+            vals = s.to_numpy(dtype=np.float64, na_value=np.nan)
+            nums = pd.to_numeric(pd.Series(self.markers, dtype=object), errors="coerce").dropna()
+            missing |= np.isin(vals, nums.to_numpy(np.float64))
+            codes, counts = self._bin(vals, missing)
+        else:
+            keys = series_keys(s)
+            if self.markers:
+                missing |= np.isin(keys, self.markers)
+            if self.kind == "numeric":
+                vals = pd.to_numeric(pd.Series(np.where(missing, "nan", keys)), errors="coerce").to_numpy(np.float64)
+                bad = np.isnan(vals) & ~missing
+                if bad.any() and not self.text_is_missing:
+                    raise DataError(
+                        f"column {self.name!r}: {int(bad.sum())} non-numeric value(s), {_example(bad, raw, s.index)}; "
+                        "list them in \"missing_markers\" if they mean missing (or set \"non_numeric\": \"missing\")"
+                    )
+                missing |= bad
+                codes, counts = self._bin(vals, missing)
+            else:
+                codes, counts, dropped = self._lookup(keys, missing, raw, s.index)
+        if self.drop_missing:
+            dropped |= missing
+        elif missing.any():
+            if self.missing_code is None:
+                raise DataError(
+                    f"column {self.name!r}: {int(missing.sum())} missing value(s) (NaN/None or markers "
+                    f"{list(self.markers)}), {_example(missing, raw, s.index)}; set \"missing\": \"level\" "
+                    "(or \"drop\") in the spec to give them their own level (or leave their rows out)"
+                )
+            codes[missing] = self.missing_code
+        codes[dropped] = 0
+        counts["missing"] = int(missing.sum())
+        return codes.astype(code_dtype(self.size)), counts, dropped
+
+    def _lookup(self, keys: np.ndarray, missing: np.ndarray, raw: np.ndarray, index: pd.Index) -> tuple:
+        idx = self.lookup.get_indexer(keys)
+        codes = np.where(idx >= 0, self.lookup_codes[idx], -1)
+        unseen = (codes < 0) & ~missing
+        if unseen.any():  # a second chance for numbers written as floats: 16.0 matches the category 16
+            idx = self.lookup.get_indexer(integral_keys(keys[unseen]))
+            codes[unseen] = np.where(idx >= 0, self.lookup_codes[idx], -1)
+            unseen = (codes < 0) & ~missing
+        if unseen.any() and not self.drop_unseen:
+            if self.other_code is None:
+                raise DataError(
+                    f"column {self.name!r}: {int(unseen.sum())} value(s) not among the {len(self.values)} "
+                    f"public categories, {_example(unseen, raw, index)}; add them to \"categories\" or "
+                    "\"aliases\", or set \"unseen\": \"other\" (or \"drop\")"
+                )
+            codes[unseen] = self.other_code
+        return codes, {"other": int(unseen.sum())}, unseen if self.drop_unseen else np.zeros(len(keys), dtype=bool)
+
+    def _bin(self, vals: np.ndarray, missing: np.ndarray) -> tuple[np.ndarray, dict]:
+        lo, hi = self.edges[0], self.edges[-1]
+        with np.errstate(invalid="ignore"):
+            low, high = (vals < lo) & ~missing, (vals > hi) & ~missing
+        inner = np.clip(np.where(missing, lo, vals), lo, hi)
+        codes = np.searchsorted(self.edges[1:-1], inner, side="right")
+        return codes, {"clipped_low": int(low.sum()), "clipped_high": int(high.sum())}
+
+    def decode(self, codes: np.ndarray, numeric: str, rng: np.random.Generator | None,
+               other_label: Any, missing_label: Any, typed: bool) -> Any:
+        """Values of valid codes: categories (a `pandas.Categorical` when ``typed``), bin intervals,
+        bin midpoints or uniform draws inside the bins (see `Discretizer.inverse_transform`)."""
+        if self.kind == "numeric" and numeric != "interval":
+            return self._sample(codes, rng) if numeric == "uniform" else self._midpoint(codes)
+        extra = [other_label] * (self.other_code is not None) + [missing_label] * (self.missing_code is not None)
+        if not typed:
+            return np.array(list(self.values) + extra, dtype=object)[codes]
+        categories = list(self.values) + [other_label] * (self.other_code is not None)
+        valid = codes != self.missing_code if self.missing_code is not None else np.ones(len(codes), dtype=bool)
+        return pd.Categorical.from_codes(np.where(valid, codes, -1), categories=categories,
+                                         ordered=self.kind == "numeric")
+
+    def _integers(self, values: np.ndarray, missing: np.ndarray) -> pd.arrays.IntegerArray | np.ndarray:
+        """Nullable Int64 when the column has a missing level, plain int64 otherwise."""
+        return values if self.missing_code is None else pd.arrays.IntegerArray(values, missing)
+
+    def _missing(self, c: np.ndarray) -> np.ndarray:
+        return c == self.missing_code if self.missing_code is not None else np.zeros(len(c), dtype=bool)
+
+    def _sample(self, c: np.ndarray, rng: np.random.Generator) -> pd.arrays.IntegerArray | np.ndarray:
+        missing = self._missing(c)
+        b = np.where(missing, 0, c)
+        if self.integer:
+            low, high = (e[b].astype(np.int64) for e in integer_range(self.edges))
+            return self._integers(rng.integers(low, high, endpoint=True), missing)
+        hi = self.edges[b + 1]
+        vals = rng.uniform(self.edges[b], hi)
+        last = b == len(self.edges) - 2  # the last bin is closed; the others exclude their upper edge
+        return np.where(missing, np.nan, np.where(last, vals, np.minimum(vals, np.nextafter(hi, -np.inf))))
+
+    def _midpoint(self, c: np.ndarray) -> pd.arrays.IntegerArray | np.ndarray:
+        missing = self._missing(c)
+        b = np.where(missing, 0, c)
+        if self.integer:
+            low, high = (e[b].astype(np.int64) for e in integer_range(self.edges))
+            return self._integers((low + high) // 2, missing)
+        return np.where(missing, np.nan, (self.edges[b] + self.edges[b + 1]) / 2)
+
+
+def compile_column(name: str, spec: Any, defaults: dict) -> tuple[Column, dict]:
+    """Validate one column spec; return the compiled column and the spec as stored."""
+    where = f"column {name!r}"
+    if not isinstance(name, str) or not name:
+        raise SpecError(f"column names must be non-empty strings, got {name!r}")
+    if not isinstance(spec, Mapping):
+        raise SpecError(f"{where}: the spec must be a JSON object, got {spec!r}")
+    kind = spec.get("type")
+    if kind not in KEYS:
+        raise SpecError(f"{where}: 'type' must be one of {sorted(KEYS)}, got {kind!r}")
+    unknown = sorted(set(spec) - KEYS[kind])
+    if unknown:
+        raise SpecError(f"{where}: unknown key(s) {unknown} for a {kind} column; allowed: {sorted(KEYS[kind])}")
+    missing = choice(spec, "missing", MISSING_OPTIONS, defaults["missing"], where)
+    marks = markers(spec.get("missing_markers", defaults["missing_markers"]), where)
+    build = _categorical if kind == "categorical" else _numeric
+    col = build(name, spec, where, marks, defaults)
+    col.missing_code = len(col.values) + (col.other_code is not None) if missing == "level" else None
+    col.drop_missing = missing == "drop"
+    return col, json.loads(json.dumps(dict(spec)))
+
+
+def _categorical(name: str, spec: Mapping, where: str, marks: tuple, defaults: dict) -> Column:
+    cats = spec.get("categories")
+    if not isinstance(cats, list) or not cats:
+        raise SpecError(f"{where}: 'categories' must be a non-empty list, got {cats!r}")
+    bad = [c for c in cats if isinstance(c, bool) or not isinstance(c, (str, int)) or not value_key(c)]
+    if bad:
+        raise SpecError(f"{where}: categories must be non-empty strings or integers, e.g. not {bad[0]!r}")
+    keys = [value_key(c) for c in cats]
+    position = {k: i for i, k in enumerate(keys)}  # sets and dicts: a crafted file may list millions
+    dup = sorted(k for k, n in Counter(keys).items() if n > 1)
+    if dup:
+        raise SpecError(f"{where}: {len(dup)} duplicate categor(ies) {dup} (compared after stripping whitespace)")
+    clash = [m for m in marks if m in position]
+    if clash:
+        raise SpecError(f"{where}: category {clash[0]!r} is also a missing marker")
+    unseen = choice(spec, "unseen", UNSEEN_OPTIONS, defaults["unseen"], where)
+    if unseen == "other" and OTHER_LABEL in position:
+        raise SpecError(f"{where}: {OTHER_LABEL!r} is reserved for the other level when unseen='other'")
+    aliases = spec.get("aliases", {})
+    if not isinstance(aliases, Mapping):
+        raise SpecError(f"{where}: 'aliases' must be an object raw value -> category, got {aliases!r}")
+    alias_keys, alias_codes = [], []
+    seen = set(marks)
+    for raw, target in aliases.items():
+        k = value_key(raw)
+        if isinstance(target, bool) or not isinstance(target, (str, int)) or value_key(target) not in position:
+            raise SpecError(f"{where}: alias {raw!r} -> {target!r}: the target is not one of the categories")
+        if k in position or k in seen:
+            raise SpecError(f"{where}: alias {raw!r} is already a category, a missing marker or another alias")
+        seen.add(k)
+        alias_keys.append(k)
+        alias_codes.append(position[value_key(target)])
+    lookup_codes = np.array(list(range(len(cats))) + alias_codes, dtype=np.int64)
+    other = len(cats) if unseen == "other" else None
+    lookup = pd.Index(keys + alias_keys, dtype=object)
+    return Column(name, "categorical", list(cats), marks, other, lookup=lookup, lookup_codes=lookup_codes,
+                  drop_unseen=unseen == "drop")
+
+
+def _edges(spec: Mapping, where: str) -> np.ndarray:
+    """The bin edges of a numeric column spec: its 'edges', or 'bins' equal bins on ['lo', 'hi']."""
+    if "edges" in spec:
+        if any(k in spec for k in ("lo", "hi", "bins")):
+            raise SpecError(f"{where}: give either 'edges' or 'lo'/'hi'/'bins', not both")
+        raw = spec["edges"]
+        if not isinstance(raw, list) or len(raw) < 2:
+            raise SpecError(f"{where}: 'edges' must be a list of at least 2 numbers, got {raw!r}")
+        edges = np.array([_number({"edge": e}, "edge", where) for e in raw], dtype=np.float64)
+        step = np.diff(edges)
+        if (step <= 0).any():
+            i = int(np.flatnonzero(step <= 0)[0])
+            a, b = fmt_number(edges[i]), fmt_number(edges[i + 1])
+            what = f"duplicate edge {a}" if step[i] == 0 else f"{a} before {b}"
+            raise SpecError(f"{where}: 'edges' must be sorted and distinct, got {what}")
+        return edges
+    absent = [k for k in ("lo", "hi", "bins") if k not in spec]
+    if absent:
+        raise SpecError(f"{where}: a numeric column needs 'edges' or all of 'lo', 'hi', 'bins' (missing {absent})")
+    lo, hi, bins = (_number(spec, k, where) for k in ("lo", "hi", "bins"))
+    if lo >= hi:
+        raise SpecError(f"{where}: 'lo' ({lo}) must be below 'hi' ({hi})")
+    if not isinstance(bins, int) or bins < 1:
+        raise SpecError(f"{where}: 'bins' must be an integer >= 1, got {bins!r}")
+    return np.linspace(lo, hi, bins + 1)
+
+
+def _numeric(name: str, spec: Mapping, where: str, marks: tuple, defaults: dict) -> Column:
+    edges = _edges(spec, where)
+    integer = spec.get("integer", False)
+    if not isinstance(integer, bool):
+        raise SpecError(f"{where}: 'integer' must be true or false, got {integer!r}")
+    text = choice(spec, "non_numeric", NON_NUMERIC_OPTIONS, "error", where)
+    labels = [f"[{fmt_number(a)}, {fmt_number(b)})" for a, b in zip(edges[:-1], edges[1:])]
+    labels[-1] = labels[-1][:-1] + "]"  # the last bin is closed
+    col = Column(name, "numeric", labels, marks, edges=edges, integer=integer, text_is_missing=text == "missing")
+    if integer:
+        low, high = integer_range(edges)
+        if (low > high).any():
+            i = int(np.flatnonzero(low > high)[0])
+            raise SpecError(f"{where}: bin {labels[i]} holds no integer but the column is marked \"integer\": true")
+    return col
+
+
+def integer_range(edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Smallest and largest integer of each bin ([a, b) bins, the last one [a, b])."""
+    low = np.ceil(edges[:-1])
+    high = np.ceil(edges[1:]) - 1
+    high[-1] = np.floor(edges[-1])
+    return low, high

@@ -1,0 +1,246 @@
+"""Completing a spec from the private rows under differential privacy, charged to an `Accountant`.
+
+`infer_spec` starts from the public draft (`marginals.spec_public.draft_spec`) and infers, per
+column, only what the schema leaves open; a column the schema describes fully costs nothing.
+The budget ``rho`` is split equally over the columns to infer. Neighbouring tables differ by one
+row (added or removed), and a row holds one value per column, so every histogram below has L2
+sensitivity 1. Only noisy counts are read after the measurement; nothing else from the rows
+reaches the spec (no un-noised category, minimum, maximum or quantile).
+
+- Type (when the schema gives none): the counts (missing, number, text) with discrete Gaussian
+  noise (`marginals.mechanisms.measure_counts`), `PROFILE_SHARE` of the column's budget; numeric
+  when the noisy number count exceeds the noisy text count.
+- Numeric bounds and bin edges: one discrete Gaussian measurement of the counts over a public
+  grid, read as described in `marginals.spec_grid`. Text in an inferred numeric column is missing.
+- Categories: a thresholded histogram. The noisy count X_k + Z_k of every *observed* value k
+  (Z_k discrete Gaussian with variance parameter s^2, `marginals.exact`) is released when it
+  reaches the threshold tau; the missing count is a public key, measured in the same vector.
+
+  Why it is private. If the added row's value k is already observed, the key set is the same and
+  only X_k moves by 1: the Gaussian mechanism, 1/(2 s^2)-zCDP, and thresholding is
+  post-processing. If k is new, the output on the larger table is the output on the smaller one,
+  plus k with probability q = P(1 + Z >= tau): M(D') = (1 - q) M(D) + q Q, which is
+  delta-approximate zCDP (Bun & Steinke 2016, Def. 8.1) whenever q <= delta.
+
+  The threshold. The discrete Gaussian's moment generating function is at most that of N(0, s^2)
+  (Canonne, Kamath & Steinke 2020), so P(Z >= m) <= exp(-m^2 / (2 s^2)) (Chernoff). Hence
+
+      tau = 1 + ceil(s * sqrt(2 ln(1 / delta)))   gives   q = P(Z >= tau - 1) <= delta,
+
+  and a value held by a single row is released with probability at most delta
+  (`category_threshold`; tests check it against the exact pmf).
+
+  The ledger records each such charge as ``thresholded_discrete_gaussian`` with its ``delta``;
+  approximate zCDP composes by adding the rhos and the deltas, so a run is
+  (cdp_eps(rho_total, delta_ledger), delta_ledger + sum of these deltas)-DP
+  (`aim.raw.synthesize` reserves that sum inside the user's delta).
+
+  The ``<other>`` level: once the categories are released (public), the number of rows outside
+  them is one count of sensitivity 1, measured with `OTHER_SHARE` of the column's budget; the
+  level is kept when it reaches `OTHER_Z` sigma, else rows with other values are dropped
+  (``"unseen": "drop"``), so a binary column stays binary.
+
+A column whose histogram keeps nothing (no value frequent enough for the budget) is left out of
+the spec with a `SpecInferenceWarning`. Missing values get their own level when the noisy missing
+count reaches `KNOWN_Z` sigma; otherwise their rows are dropped (``"missing": "drop"``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import warnings
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .dataset import DataError
+from .discretize import Discretizer
+from .exact import discrete_gaussian, noise_variance
+from .mechanisms import COUNT_SENSITIVITY, measure_counts
+from .privacy import Accountant, BudgetExceeded
+from .randomness import RandomSource, noise_source
+from .spec_columns import OTHER_LABEL, integral_keys, series_keys, value_key
+from .spec_grid import cell_counts, edges_from_noisy
+from .spec_public import DEFAULT_BINS, draft_spec, spec_gaps
+
+#: share of an untyped column's budget spent on deciding its type.
+PROFILE_SHARE = 0.1
+#: a known key (the missing count) is kept when its noisy count reaches KNOWN_Z sigma.
+KNOWN_Z = 3.0
+#: share of a categorical column's budget for counting the rows outside the released categories;
+#: the <other> level is kept when that noisy count reaches OTHER_Z sigma.
+OTHER_SHARE = 0.25
+OTHER_Z = 2.0
+THRESHOLD_MECHANISM = "thresholded_discrete_gaussian"
+_INTEGER = re.compile(r"-?\d{1,15}")
+
+
+class SpecInferenceWarning(UserWarning):
+    """A column was left out of an inferred spec: nothing in it passed the noise threshold."""
+
+
+def category_threshold(variance: Fraction | float, delta: float) -> int:
+    """tau = 1 + ceil(s sqrt(2 ln(1/delta))) for noise variance parameter s^2: a count of 1 reaches
+    tau with probability at most delta (see the module docstring)."""
+    if not (0 < delta < 1):
+        raise ValueError(f"delta must lie in (0, 1), got {delta}")
+    reach = math.sqrt(2 * float(variance) * math.log(1 / delta)) * (1 + 1e-12)  # rounded up: never below the bound
+    return 1 + math.ceil(reach)
+
+
+@dataclass(frozen=True)
+class _Context:
+    accountant: Accountant
+    source: RandomSource
+    rho: float  # per column
+    delta: float  # per categorical histogram
+    markers: tuple
+    bins: int
+
+
+def _sigma(rho: float) -> float:
+    return math.sqrt(1.0 / (2.0 * rho))
+
+
+def infer_spec(data: pd.DataFrame, accountant: Accountant, rho: float, delta: float = 0.0, schema: Any = None,
+               bins: int = DEFAULT_BINS, rng: RandomSource | int | None = None) -> Discretizer:
+    """A `Discretizer` for ``data``: what ``schema`` (public; default: the table's column names)
+    declares, the rest inferred under DP for at most ``rho`` (zCDP) plus ``delta`` for the
+    category thresholds, charged to ``accountant`` (see the module docstring). ``rng``: None (secure,
+    the default) or, for tests only, an insecure seed."""
+    if not isinstance(data, pd.DataFrame):
+        raise TypeError(f"infer_spec expects a pandas DataFrame, got {type(data).__name__}")
+    df = data.set_axis([str(c) for c in data.columns], axis=1)
+    partial = draft_spec(schema if schema is not None else list(df.columns), bins)
+    absent = [c for c in partial["columns"] if c not in df.columns]
+    if absent:
+        raise DataError(f"{len(absent)} schema column(s) missing from the table: {absent}")
+    todo = [c for c, gap in spec_gaps(partial).items() if gap]
+    if not todo:
+        return Discretizer(partial)
+    thresholded = [c for c in todo if partial["columns"][c].get("type") != "numeric"]
+    _check_budget(accountant, rho, delta, thresholded)
+    ctx = _Context(accountant, noise_source(rng, "rng"), rho / len(todo), delta / max(1, len(thresholded)),
+                   tuple(partial["missing_markers"]), bins)
+    columns = {}
+    for name, col in partial["columns"].items():
+        done = _infer_column(name, df[name], col, ctx) if name in todo else col
+        if done is None:
+            warnings.warn(f"column {name!r}: no value passed the noise threshold of the DP spec inference; the column "
+                          "is left out (declare its categories or bounds, or give the spec a larger budget)",
+                          SpecInferenceWarning, stacklevel=2)
+            continue
+        columns[name] = done
+    if not columns:
+        raise ValueError("the DP spec inference kept no column: declare categories / bounds in a schema, or give "
+                         "the spec a larger share of the budget")
+    note = (f"declared: {[c for c in columns if c not in todo]}; inferred under DP (rho = {rho:.6g}, "
+            f"delta = {delta:.3g}): {[c for c in columns if c in todo]}")
+    return Discretizer({**{k: v for k, v in partial.items() if k != "columns"}, "note": note, "columns": columns})
+
+
+def _check_budget(accountant: Accountant, rho: float, delta: float, thresholded: list) -> None:
+    if not isinstance(accountant, Accountant):
+        raise TypeError(f"accountant must be a marginals.Accountant, got {type(accountant).__name__}")
+    if not (rho > 0 and math.isfinite(rho)):
+        raise ValueError(f"rho must be a finite number > 0 to infer a spec, got {rho}")
+    if not accountant.can_afford(rho):
+        raise BudgetExceeded(f"the spec inference needs rho={rho:.6g}, but only {accountant.remaining:.6g} remains")
+    if thresholded and not (0 < delta < 1):
+        raise ValueError(f"columns {thresholded} need categories from a thresholded histogram: give delta in (0, 1) "
+                         f"(got {delta}), or declare their categories or type 'numeric' in the schema")
+
+
+def _infer_column(name: str, s: pd.Series, col: dict, ctx: _Context) -> dict | None:
+    """One column's spec: its declared keys plus what the noisy measurements give (None: nothing kept)."""
+    marks = tuple(value_key(m) for m in col.get("missing_markers", ctx.markers))
+    keys, missing, values = _parse(s, marks)
+    rho, kind = ctx.rho, col.get("type")
+    if kind is None:
+        kind = _profile(name, values, missing, rho * PROFILE_SHARE, ctx)
+        rho *= 1 - PROFILE_SHARE
+    if kind == "categorical":
+        return _categorical(name, keys, missing, col, rho, ctx)
+    return _numeric(name, values, missing, col, rho, ctx)
+
+
+def _parse(s: pd.Series, marks: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(key, missing, number) of every value, as the Discretizer reads them; each distinct value parsed once."""
+    codes, uniques = pd.factorize(s)  # NaN/None -> -1
+    keys = integral_keys(series_keys(pd.Series(uniques)))
+    numbers = pd.to_numeric(pd.Series(keys, dtype=object), errors="coerce").to_numpy(np.float64)
+    missing = np.append(np.isin(keys, marks), True)[codes]  # code -1 picks the appended True
+    keys, numbers = np.append(keys, ""), np.append(numbers, np.nan)
+    return keys[codes], missing, np.where(missing, np.nan, numbers[codes])
+
+
+def _profile(name: str, values: np.ndarray, missing: np.ndarray, rho: float, ctx: _Context) -> str:
+    """'numeric' or 'categorical' from the noisy counts of (missing, number, text) values."""
+    number = ~missing & np.isfinite(values)
+    counts = np.array([missing.sum(), number.sum(), (~missing & ~number).sum()], dtype=np.int64)
+    m = measure_counts(counts, (name,), _sigma(rho), ctx.source, ctx.accountant, label=f"spec {name}: type profile")
+    return "numeric" if m.noisy_counts[1] > m.noisy_counts[2] else "categorical"
+
+
+def _thresholded_histogram(name: str, counts: np.ndarray, rho: float, ctx: _Context) -> tuple[np.ndarray, float, int]:
+    """(noisy counts, sigma, tau): discrete Gaussian noise on every count, charged with its delta."""
+    variance = noise_variance(_sigma(rho))
+    tau = category_threshold(variance, ctx.delta)
+    sigma = float(variance) ** 0.5
+    ctx.accountant.charge(float(Fraction(COUNT_SENSITIVITY) ** 2 / (2 * variance)), f"spec {name}: categories",
+                          THRESHOLD_MECHANISM, sigma=sigma, sensitivity=COUNT_SENSITIVITY, threshold=tau,
+                          delta=ctx.delta)
+    return counts + discrete_gaussian(ctx.source, variance, len(counts)), sigma, tau
+
+
+def _category_values(keys: list[str]) -> list:
+    """Released keys sorted, as integers when every one is an integer."""
+    if keys and all(_INTEGER.fullmatch(k) for k in keys):
+        return sorted(int(k) for k in keys)
+    return sorted(keys)
+
+
+def _other_level(name: str, outside: np.ndarray, rho: float, ctx: _Context) -> str:
+    """'other' when the noisy count of rows outside the (now public) categories reaches OTHER_Z
+    sigma, else 'drop' (their rows are left out)."""
+    m = measure_counts(np.array([outside.sum()]), (name,), _sigma(rho), ctx.source, ctx.accountant,
+                       label=f"spec {name}: outside the categories")
+    return "other" if m.noisy_counts[0] >= OTHER_Z * m.sigma else "drop"
+
+
+def _categorical(name: str, keys: np.ndarray, missing: np.ndarray, col: dict, rho: float, ctx: _Context) -> dict | None:
+    observed = pd.Series(keys[~missing], dtype=object).value_counts(sort=False).sort_index()
+    counts = np.append(observed.to_numpy(np.int64), np.int64(missing.sum()))  # the last cell: missing (a public key)
+    decide_other = "unseen" not in col
+    noisy, sigma, tau = _thresholded_histogram(name, counts, rho * (1 - OTHER_SHARE * decide_other), ctx)
+    reserved = ("", OTHER_LABEL)  # never categories: blank text and the other level's own label go to <other>
+    kept = (noisy[:-1] >= tau) & ~np.isin(observed.index.to_numpy(dtype=object), reserved)
+    if not kept.any():
+        return None
+    released = [str(k) for k in observed.index[kept]]
+    out = {**col, "type": "categorical", "categories": _category_values(released)}
+    if decide_other:
+        out["unseen"] = _other_level(name, ~missing & ~np.isin(keys, released), rho * OTHER_SHARE, ctx)
+    out.setdefault("missing", "level" if noisy[-1] >= KNOWN_Z * sigma else "drop")
+    out.setdefault("note", f"categories from a thresholded DP histogram (noise sigma {sigma:.4g}, threshold {tau}); "
+                           "rarer values map to <other>")
+    return out
+
+
+def _numeric(name: str, values: np.ndarray, missing: np.ndarray, col: dict, rho: float, ctx: _Context) -> dict | None:
+    counts = cell_counts(values, missing | np.isnan(values))
+    m = measure_counts(counts, (name,), _sigma(rho), ctx.source, ctx.accountant, label=f"spec {name}: numeric histogram")
+    found = edges_from_noisy(m.noisy_counts[1:], m.sigma, col.get("bins", ctx.bins), col.get("integer"))
+    if found is None:
+        return None
+    edges, integer = found
+    out = {k: v for k, v in col.items() if k not in ("bins", "lo", "hi")}
+    out.update(type="numeric", edges=edges, integer=integer)
+    out.setdefault("non_numeric", "missing")
+    out.setdefault("missing", "level" if m.noisy_counts[0] >= KNOWN_Z * m.sigma else "drop")
+    out.setdefault("note", f"bounds and bin edges from a DP histogram on a public log grid (noise sigma {m.sigma:.4g})")
+    return out

@@ -272,6 +272,11 @@ class ReleaseView:
         return self.release.total
 
     @property
+    def discretizer(self) -> Discretizer | None:
+        """The release's spec (labels of the remaining columns; None without a spec)."""
+        return self.release.discretizer
+
+    @property
     def cliques(self) -> tuple[tuple[str, ...], ...]:
         """The model's cliques (dropping attributes does not change which pairs were fitted)."""
         return self.release.cliques

@@ -190,7 +190,7 @@ def get_release(spec: dict) -> tuple[Release, dict]:
 def evaluate(model, task: Task, test: pd.DataFrame) -> float:
     """Test MSE on the encoded target scale (linear) or test AUC (logistic)."""
     if task.kind == "linear":
-        return mean_squared_error(model.encoding_.encode_target(test), model.predict(test))
+        return mean_squared_error(model.encoding_.encode_target(test), model.predict_encoded(test))  # the encoded target scale
     return roc_auc(test[task.target].to_numpy(), model.decision_function(test))
 
 

@@ -69,7 +69,7 @@ def public_split(data: Dataset) -> tuple[Dataset, Dataset]:
 def pmt_model(kind: str, eps: float, delta: float, target: str, categorical, public_moment, seed: int,
               transform: bool = True):  # fmt: skip
     cls = PMTLinearRegression if kind == "linear" else PMTLogisticRegression
-    return cls(eps, delta, target, categorical=categorical, public_moment=public_moment, transform=transform,
+    return cls(eps, delta, target, categorical=categorical, public_moment=public_moment, moment_transform=transform,
                random_state=seed)  # fmt: skip
 
 

@@ -3,8 +3,11 @@
 Pipeline position: a release (or any marginal source) -> `statistics` (Z^T Z from pairwise
 marginals, through the `encoding` matrices A_j) -> `estimators` (DD-SSP linear/logistic).
 `baselines` fit on the private rows directly (AdaSSP, ObjPert, TukeyEM, PMT, non-private references).
+Every estimator is a scikit-learn estimator (`base`): ``fit(release)``, ``fit(table)`` or
+``fit(X, y)`` with a public domain (`inputs`), then ``predict`` / ``score``.
 """
 
+from . import baselines as _baselines
 from .baselines import (
     AdaSSP,
     ObjPert,
@@ -37,8 +40,8 @@ from .statistics import (
 )
 
 __all__ = [
+    *_baselines.__all__,
     "AIMSynth",
-    "AdaSSP",
     "AttributeEncoding",
     "CATEGORICAL_PRESETS",
     "CollinearityWarning",
@@ -48,14 +51,7 @@ __all__ = [
     "EncodingOptions",
     "INTERCEPT",
     "InferredPairsWarning",
-    "ObjPert",
-    "PMTLinearRegression",
-    "PMTLogisticRegression",
-    "PTRFailedError",
-    "PublicLinearRegression",
-    "PublicLogisticRegression",
     "SufficientStatistics",
-    "TukeyEM",
     "build_encoding",
     "categorical_preset",
     "chebyshev_coefficients",

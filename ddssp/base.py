@@ -1,122 +1,249 @@
-"""Machinery shared by every estimator: parameters, input resolution, encoding and prediction.
+"""What every estimator shares: scikit-learn plumbing, input resolution, encoding and prediction.
 
-Estimators follow the scikit-learn contract: ``__init__`` stores hyperparameters unchanged,
-``fit`` learns ``coef_``, ``intercept_``, ``feature_names_in_`` (encoded feature names),
-``n_features_in_`` and ``encoding_`` and returns ``self``; ``predict`` and friends take a
-DataFrame of integer codes (any column order, extra columns such as the target ignored).
+Estimators are scikit-learn estimators: ``__init__`` stores hyperparameters unchanged; ``fit``
+takes a marginal source, a DataFrame holding the target, or ``X, y``, always with a *public*
+domain (see `ddssp.inputs`), and learns ``coef_``, ``intercept_``, ``encoding_``,
+``encoded_feature_names_`` (the encoded columns, named by level labels when a spec is known),
+``n_features_in_`` and ``feature_names_in_`` (the input columns), ``target_`` (the target's
+name), ``discretizer_`` (the spec, or None) and, for logistic models, ``classes_``. ``predict`` and friends take a DataFrame (columns selected by name, any order, extra
+columns such as the target ignored; raw values when a spec is known) or an array (columns by
+position). Linear models predict the target on its code scale (``predict_encoded`` gives the
+encoded scale); logistic models predict classes (codes, or labels with a spec) and have
+``decision_function`` (log-odds), ``predict_proba`` and ``predict_log_proba``.
+
+`DPEstimator` adds what the private baselines share: budget checks through `marginals.privacy`,
+published noise from `marginals.randomness.noise_source` (secure unless an insecure seed is given
+explicitly; then ``private_`` is False) and the ``privacy_`` record.
 """
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from scipy.special import expit
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.metrics import accuracy_score, r2_score
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import check_is_fitted
 
-from marginals import Dataset, Domain
-from marginals.source import MarginalSource
-from marginals.source import as_marginal_source as marginal_source
+from marginals import DataError, Domain
+from marginals.privacy import check_epsilon_delta
+from marginals.randomness import RandomSource, noise_source
 
-from .encoding import Encoding, EncodingOptions, build_encoding
-from .solvers import sigmoid
-
-
-def as_dataset(data: Any, domain: Domain | None = None) -> Dataset:
-    """A validated `Dataset` from a Dataset or a DataFrame of codes plus its domain."""
-    if isinstance(data, Dataset):
-        return data
-    if isinstance(data, pd.DataFrame):
-        return marginal_source(data, domain)
-    raise TypeError(f"expected a marginals.Dataset or a pandas DataFrame of codes, got {type(data).__name__}")
+from .encoding import Encoding, EncodingOptions, build_encoding, read_codes
+from .inputs import DomainLike, FitInput, predict_table, resolve_fit, sub_discretizer
 
 
-def as_marginal_source(source: Any, domain: Domain | None = None) -> MarginalSource:
-    """The object to query for marginals: any `MarginalSource` as is, a DataFrame of codes as a Dataset."""
-    try:
-        return marginal_source(source, domain)
-    except TypeError as exc:
-        raise TypeError(f"cannot fit: {exc}") from None
+def store_params(estimator: Any, params: dict[str, Any]) -> None:
+    """Store every ``__init__`` argument unchanged (call as ``store_params(self, locals())``)."""
+    for name, value in params.items():
+        if name not in ("self", "__class__"):
+            setattr(estimator, name, value)
+
+
+def _is_logistic(model: Any) -> bool:
+    return model._task == "logistic"
 
 
 class EncodedLinearModel:
-    """Base of all estimators: a linear model on the encoded features (optionally logistic)."""
+    """A linear model on the encoded features, optionally logistic (a mixin: put it first).
 
-    def get_params(self, deep: bool = True) -> dict:
-        """The hyperparameters given to ``__init__``."""
-        names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
-        return {name: getattr(self, name) for name in names}
+    Subclasses set ``_task`` ("linear" or "logistic"), may override ``_check_params()`` (called
+    before any data is read) and implement ``_fit_encoded(source, encoding)``, which calls
+    ``_set_solution(theta, encoding)``.
+    """
 
-    def set_params(self, **params: Any) -> "EncodedLinearModel":
-        """Set hyperparameters (names as in ``__init__``); returns self."""
-        valid = self.get_params()
-        for name, value in params.items():
-            if name not in valid:
-                raise ValueError(f"{type(self).__name__} has no parameter {name!r}; valid: {sorted(valid)}")
-            setattr(self, name, value)
+    _task = "linear"
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.categorical = True  # X holds integer codes of a public domain
+        tags.input_tags.positive_only = True
+        tags.target_tags.required = True  # fit(source) needs no y, but fit(X) of codes does
+        if tags.classifier_tags is not None:
+            tags.classifier_tags.multi_class = False
+        return tags
+
+    # -- fitting --------------------------------------------------------------------------------
+
+    def fit(self, X: Any, y: Any = None, *, domain: DomainLike = None) -> Any:
+        """Fit on a release or other marginal source, a DataFrame holding the target, or ``X, y``.
+
+        ``domain`` (here or as the ``domain`` parameter) is the public domain of a DataFrame or
+        of ``X, y``: a `Domain`, a `Discretizer` (raw values) or an int number of levels.
+        """
+        self._check_params()
+        data = self._resolve(X, y, domain)
+        encoding = self._encoding(data.source.domain, self._task, data.target)
+        self._set_inputs(data, encoding)
+        self._fit_encoded(data.source, encoding)
         return self
 
-    def __repr__(self) -> str:
-        args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())
-        return f"{type(self).__name__}({args})"
+    def _resolve(self, X: Any, y: Any, domain: Any) -> FitInput:
+        domain = self.domain if domain is None else domain
+        if y is None and isinstance(X, (np.ndarray, list, tuple)):
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None: call "
+                             "fit(X, y) on codes, or fit(source) on a release, a Dataset or a DataFrame with the target")  # fmt: skip
+        try:
+            return resolve_fit(X, y, self.target, domain, _is_logistic(self))
+        except TypeError as exc:
+            raise TypeError(f"cannot fit: {exc}") from None
 
-    # -- fitting helpers ---------------------------------------------------------------------
+    def _check_params(self) -> None:
+        """Validate hyperparameters before any data is read (override to add checks)."""
 
-    def _encoding(self, domain: Domain, task: str) -> Encoding:
-        options = self.encoding if getattr(self, "encoding", None) is not None else EncodingOptions()
+    def _fit_encoded(self, source: Any, encoding: Encoding) -> None:
+        raise NotImplementedError
+
+    def _encoding(self, domain: Domain, task: str, target: str) -> Encoding:
+        options = self.encoding if self.encoding is not None else EncodingOptions()
         if not isinstance(options, EncodingOptions):
             raise TypeError(f"encoding must be an EncodingOptions or None, got {type(options).__name__}")
-        return build_encoding(domain, self.target, task, getattr(self, "categorical", None), options)
+        return build_encoding(domain, target, task, self.categorical, options)
+
+    def _set_inputs(self, data: FitInput, encoding: Encoding) -> None:
+        disc = data.discretizer
+        self.__dict__.pop("coef_", None)  # a refit that fails leaves no stale coefficients
+        self.encoding_ = encoding
+        self.discretizer_ = disc
+        self.target_ = data.target
+        self.n_features_in_ = len(data.features)
+        if data.named:
+            self.feature_names_in_ = np.array(data.features, dtype=object)
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        self.encoded_feature_names_ = np.array(
+            [n for f in encoding.features for n in (f.labelled(disc.labels(f.attr)) if disc else f.names)], dtype=object
+        )
+        if _is_logistic(self):
+            labels = disc.labels(data.target) if disc else [0, 1]
+            self.classes_ = np.array(labels, dtype=object if disc else np.int64)
 
     def _set_solution(self, theta: np.ndarray, encoding: Encoding) -> None:
         theta = np.asarray(theta, dtype=np.float64)
-        names = encoding.feature_names
         if encoding.intercept:
-            self.intercept_ = float(theta[0])
-            self.coef_ = theta[1:].copy()
-            names = names[1:]
+            self.intercept_, self.coef_ = float(theta[0]), theta[1:].copy()
         else:
-            self.intercept_ = 0.0
-            self.coef_ = theta.copy()
+            self.intercept_, self.coef_ = 0.0, theta.copy()
         self.encoding_ = encoding
-        self.feature_names_in_ = np.array(names, dtype=object)
-        self.n_features_in_ = len(names)
-        if encoding.task == "logistic":
-            self.classes_ = np.array([0, 1])
 
-    # -- prediction ----------------------------------------------------------------------------
+    # -- prediction ------------------------------------------------------------------------------
 
     def _check_fitted(self) -> None:
-        if not hasattr(self, "coef_"):
-            raise RuntimeError(f"this {type(self).__name__} is not fitted yet: call fit first")
+        check_is_fitted(self, "coef_")
 
-    def decision_function(self, df: pd.DataFrame) -> np.ndarray:
-        """The linear score x.theta (+ intercept) of every row of ``df``."""
+    def _codes(self, X: Any) -> pd.DataFrame:
+        """The feature codes of ``X`` (through the spec when the model has one)."""
         self._check_fitted()
-        X = self.encoding_.encode_features(df)
+        features = self.encoding_.feature_attrs
+        table = predict_table(X, features, hasattr(self, "feature_names_in_"), self.discretizer_ is not None,
+                              type(self).__name__)  # fmt: skip
+        if self.discretizer_ is None or not features:
+            return table
+        codes = sub_discretizer(self.discretizer_, features).transform_df(table)
+        if len(codes) != len(table):
+            raise DataError(f"the spec dropped {len(table) - len(codes)} row(s) with missing values; "
+                            "predictions need every row")  # fmt: skip
+        return codes
+
+    def _linear_score(self, X: Any) -> np.ndarray:
+        codes = self._codes(X)  # checks the model is fitted first
+        features = self.encoding_.encode_features(codes)
         if self.encoding_.intercept:
-            X = X[:, 1:]
-        return X @ self.coef_ + self.intercept_
+            features = features[:, 1:]
+        return features @ self.coef_ + self.intercept_
 
-    def predict(self, df: pd.DataFrame) -> np.ndarray:
-        """Linear: predictions on the encoded target scale. Logistic: class codes 0/1."""
-        scores = self.decision_function(df)
-        if self.encoding_.task == "logistic":
-            return (scores > 0).astype(np.int64)
-        return scores
+    @available_if(_is_logistic)
+    def decision_function(self, X: Any) -> np.ndarray:
+        """The linear score x.theta + intercept of every row (log-odds of ``classes_[1]``)."""
+        return self._linear_score(X)
 
-    def predict_proba(self, df: pd.DataFrame) -> np.ndarray:
-        """(n, 2) probabilities of the target codes 0 and 1, P(1) = sigmoid(x.theta)."""
-        self._check_fitted()
-        if self.encoding_.task != "logistic":
-            raise AttributeError(
-                f"predict_proba is only available for logistic models, this {type(self).__name__} is linear"
-            )
-        p1 = sigmoid(self.decision_function(df))
+    @available_if(lambda self: not _is_logistic(self))
+    def predict_encoded(self, X: Any) -> np.ndarray:
+        """Linear models: x.theta + intercept, the prediction on the encoded target scale (``encoding_``)."""
+        return self._linear_score(X)
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Linear: the target on its code scale. Logistic: the class (``classes_``: codes 0/1, or the spec's labels)."""
+        scores = self._linear_score(X)
+        if _is_logistic(self):
+            return self.classes_[(scores > 0).astype(np.intp)]
+        return self.encoding_.decode_target(scores)
+
+    @available_if(_is_logistic)
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """(n, 2) probabilities of ``classes_``: P(classes_[1]) = sigmoid(x.theta)."""
+        p1 = expit(self._linear_score(X))
         return np.column_stack([1.0 - p1, p1])
 
+    @available_if(_is_logistic)
+    def predict_log_proba(self, X: Any) -> np.ndarray:
+        """Logarithm of `predict_proba` (computed without overflow)."""
+        scores = self._linear_score(X)
+        return np.column_stack([-np.logaddexp(0.0, scores), -np.logaddexp(0.0, -scores)])
+
     def inverse_transform_target(self, values: np.ndarray) -> np.ndarray:
-        """Map linear predictions from the encoded target scale back to the target's code scale."""
+        """Map values on the encoded target scale (``predict_encoded``) to the target's code scale."""
         self._check_fitted()
         return self.encoding_.decode_target(values)
 
+    def target_codes(self, y: Any) -> np.ndarray:
+        """The codes of target values ``y`` (raw values through the spec when the model has one)."""
+        self._check_fitted()
+        target = self.encoding_.target
+        frame = pd.DataFrame({target: np.asarray(y).ravel()})
+        if self.discretizer_ is not None:
+            frame = sub_discretizer(self.discretizer_, [target]).transform_df(frame)
+        return read_codes(frame, self.encoding_.domain, [target])[target]
+
+    def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
+        """Accuracy (logistic) or R^2 on the target's code scale (linear) of the predictions of ``X`` against ``y``."""
+        codes = self.target_codes(y)
+        scores = self._linear_score(X)
+        if _is_logistic(self):
+            return float(accuracy_score(codes, (scores > 0).astype(np.int64), sample_weight=sample_weight))
+        return float(r2_score(codes, self.encoding_.decode_target(scores), sample_weight=sample_weight))
+
+
+class LinearRegressor(EncodedLinearModel, RegressorMixin, BaseEstimator):
+    """Base of the linear-regression estimators."""
+
+    _task = "linear"
+
+
+class LogisticClassifier(EncodedLinearModel, ClassifierMixin, BaseEstimator):
+    """Base of the logistic-regression estimators (binary: a 2-level target)."""
+
+    _task = "logistic"
+
+
+class DPEstimator:
+    """What the private baselines share (a mixin before `LinearRegressor` / `LogisticClassifier`).
+
+    ``_guarantee`` states an approximate-DP guarantee that no zCDP `marginals.Accountant` can be
+    charged for (those estimators refuse ``accountant``); "" for the zCDP ones (AdaSSP).
+    """
+
+    _guarantee = "(epsilon, delta)-DP from its own analysis"
+
+    def _check_params(self) -> None:
+        check_epsilon_delta(self.epsilon, self.delta)  # the one budget validator of marginals.privacy
+        if self._guarantee and self.accountant is not None:
+            raise ValueError(
+                f"{type(self).__name__}'s guarantee is {self._guarantee}, not zCDP, and no valid conversion to a zCDP "
+                "charge exists; leave accountant=None and compose the (epsilon, delta) recorded in privacy_ with "
+                "other releases by (epsilon, delta) composition"
+            )
+        super()._check_params()
+
+    def _noise(self) -> RandomSource:
+        """The published noise source: secure by default; an int seed warns and marks the fit not private."""
+        rng = noise_source(self.random_state, "random_state")
+        self.private_ = rng.private
+        return rng
+
+    def _record_privacy(self, mechanism: str, **extra: Any) -> None:
+        self.privacy_ = {"epsilon": float(self.epsilon), "delta": float(self.delta), "mechanism": mechanism,
+                         **extra, "private": self.private_}  # fmt: skip

@@ -1,9 +1,10 @@
 """``dp-marginals``: the command line — ``synth`` (AIM release + synthetic table; from codes, from
 raw values with a public spec, or from raw values alone with the spec inferred under DP; without
 --data it runs on the Adult table shipped with the package), ``fit`` (DD-SSP regression from a
-release alone), ``inspect`` (what a release holds and what it cost), ``discretize`` (raw table ->
-integer codes with a public spec, and back), ``spec`` (a spec drafted from a public schema;
-`ddssp.cli_spec`) and ``report`` (an HTML quality report of a release; `ddssp.cli_report`).
+release alone), ``predict`` (a fitted model's predictions on new rows; `ddssp.cli_predict`),
+``inspect`` (what a release holds and what it cost), ``discretize`` (raw table -> integer codes
+with a public spec, and back), ``spec`` (a spec drafted from a public schema; `ddssp.cli_spec`)
+and ``report`` (an HTML quality report of a release; `ddssp.cli_report`).
 
 Exit codes: 0 ok, 2 bad input (one line on stderr, no traceback), 1 internal error. ``--debug``
 shows the traceback. Progress goes to stderr; ``--quiet`` silences it. Files are written atomically;
@@ -35,9 +36,10 @@ from marginals.domain import AtomicOutputs, Domain, read_json, write_text_atomic
 from marginals.privacy import cdp_rho
 from marginals.randomness import sampling_rng
 
+from .cli_predict import add_predict
 from .cli_report import add_report_parser
 from .cli_spec import add_raw_synth_arguments, add_spec_parser, synth_raw
-from .encoding import CATEGORICAL_PRESETS, categorical_preset
+from .encoding import CATEGORICAL_PRESETS, EncodingOptions, categorical_preset
 from .estimators import DDSSPLinearRegression, DDSSPLogisticRegression
 
 PROG = "dp-marginals"
@@ -259,11 +261,14 @@ def _fit_result(model: Any, args: argparse.Namespace, release: Release, exclude:
         "excluded": exclude,
         "release_epsilon": release.epsilon,
         "release_delta": release.delta,
-        "features": list(model.feature_names_in_),
+        "categorical": None if model.categorical is None else list(model.categorical),
+        "fit_intercept": bool(model.encoding_.intercept),
+        "features": list(model.encoded_feature_names_),  # level labels when the release has a spec
         "coef": [float(c) for c in model.coef_],
-        "intercept": float(model.intercept_),
+        "intercept": float(model.intercept_) if model.encoding_.intercept else None,
     }
     if args.model == "logistic":
+        result["classes"] = [c if isinstance(c, str) else int(c) for c in model.classes_]
         result["chebyshev_monomial_coefficients"] = [float(b) for b in model.monomial_coef_]
     return result
 
@@ -304,7 +309,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     cls = DDSSPLinearRegression if args.model == "linear" else DDSSPLogisticRegression
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        model = cls(target=args.target, categorical=categorical).fit(source)
+        model = cls(target=args.target, categorical=categorical, encoding=EncodingOptions(intercept=args.intercept)).fit(source)
     for w in caught:
         _note(args, f"warning: {' '.join(str(w.message).split())}")
     result = _fit_result(model, args, release, exclude)
@@ -315,7 +320,12 @@ def cmd_fit(args: argparse.Namespace) -> int:
     width = max(len(n) for n in result["features"] + ["intercept"])
     for feature, coef in zip(result["features"], result["coef"]):
         print(f"  {feature:<{width}}  {coef: .6f}")
-    print(f"  {'intercept':<{width}}  {result['intercept']: .6f}")
+    if result["fit_intercept"]:
+        print(f"  {'intercept':<{width}}  {result['intercept']: .6f}")
+    else:
+        print("  (no intercept column: the paper's encoding has none; --intercept fits one)")
+    if args.model == "logistic":
+        print(f"  positive class: {args.target} = {result['classes'][1]}")
     if args.json:
         write_text_atomic(args.json, json.dumps(result, indent=1) + "\n")
         print(f"wrote {args.json}")
@@ -420,6 +430,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_inspect(sub, common)
     add_spec_parser(sub, [common])
     add_report_parser(sub, [common])
+    add_predict(sub, common)
     return parser
 
 
@@ -527,6 +538,7 @@ def _add_fit(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", choices=sorted(CATEGORICAL_PRESETS),
                    help="the DD-SSP paper's one-hot features for that data set (instead of --categorical)")
     p.add_argument("--json", metavar="FILE", help="also write the coefficients to this JSON file")
+    p.add_argument("--intercept", action="store_true", help="add an intercept column (the paper's encoding has none)")
     p.set_defaults(func=cmd_fit)
 
 

@@ -20,7 +20,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from marginals import Domain
+from marginals import Dataset, Domain
 
 #: name of the intercept column in `Encoding.feature_names`.
 INTERCEPT = "(intercept)"
@@ -71,6 +71,13 @@ class AttributeEncoding:
     kind: str  # "onehot" or "numeric"
     matrix: np.ndarray
     names: tuple[str, ...]
+    levels: tuple[int, ...] = ()  # one-hot: the code each feature stands for
+
+    def labelled(self, labels: Sequence[str]) -> tuple[str, ...]:
+        """The feature names with one-hot levels named by ``labels[code]`` (``workclass=Private``)."""
+        if self.kind != "onehot":
+            return self.names
+        return tuple(f"{self.attr}={labels[level]}" for level in self.levels)
 
     @property
     def width(self) -> int:
@@ -231,8 +238,9 @@ def build_encoding(
         if attr in cat:
             drop = options.drop == "first"
             matrix = onehot_matrix(m, drop)
-            names = tuple(f"{attr}={level}" for level in range(1 if drop else 0, m))
-            features.append(AttributeEncoding(attr, "onehot", matrix, names))
+            levels = tuple(range(1 if drop else 0, m))
+            names = tuple(f"{attr}={level}" for level in levels)
+            features.append(AttributeEncoding(attr, "onehot", matrix, names, levels))
         else:
             matrix = _numeric_values(attr, m, options)[None, :]
             features.append(AttributeEncoding(attr, "numeric", matrix, (attr,)))
@@ -258,43 +266,14 @@ def _target_encoding(domain: Domain, target: str, task: str, options: EncodingOp
 
 
 def read_codes(df: pd.DataFrame, domain: Domain, attrs: Sequence[str]) -> dict[str, np.ndarray]:
-    """The integer code arrays of ``attrs`` in ``df``, validated against ``domain`` (clear errors)."""
+    """The integer code arrays of ``attrs`` in ``df``, validated against ``domain`` by `marginals.Dataset`."""
     if not isinstance(df, pd.DataFrame):
         raise TypeError(f"expected a pandas DataFrame of integer codes, got {type(df).__name__}")
     columns = {str(c): c for c in df.columns}
     missing = [a for a in attrs if a not in columns]
     if missing:
         raise ValueError(f"the table lacks the column(s) {missing} needed by the model")
-    out = {}
-    for attr in attrs:
-        out[attr] = _valid_codes(attr, df[columns[attr]], domain[attr])
-    return out
-
-
-def _valid_codes(attr: str, series: pd.Series, levels: int) -> np.ndarray:
-    raw = series.to_numpy()
-    if raw.dtype == bool:
-        raw = raw.astype(np.int64)
-    if raw.dtype.kind not in "iu":
-        numeric = pd.to_numeric(series, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-        bad = ~np.isfinite(numeric) | (numeric != np.round(numeric))
-        if bad.any():
-            pos = int(np.flatnonzero(bad)[0])
-            raise ValueError(
-                f"column {attr!r}: {int(bad.sum())} missing or non-integer value(s), "
-                f"e.g. {_plain(raw[pos])!r} at row {series.index[pos]!r}"
-            )
-        raw = numeric.astype(np.int64)
-    outside = (raw < 0) | (raw > levels - 1)
-    if outside.any():
-        pos = int(np.flatnonzero(outside)[0])
-        raise ValueError(
-            f"column {attr!r}: {int(outside.sum())} value(s) outside the domain codes 0..{levels - 1}, "
-            f"e.g. {_plain(raw[pos])!r} at row {series.index[pos]!r}"
-        )
-    return raw.astype(np.intp)
-
-
-def _plain(value: object) -> object:
-    """A numpy scalar as the matching Python scalar, for readable error messages."""
-    return value.item() if isinstance(value, np.generic) else value
+    if not attrs:
+        return {}
+    table = Dataset(df[[columns[a] for a in attrs]].set_axis(list(attrs), axis=1), domain.project(attrs))
+    return {a: table.column(a).astype(np.intp) for a in attrs}

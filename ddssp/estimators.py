@@ -17,28 +17,30 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-import numpy as np
-import pandas as pd
+from sklearn.utils import ClassifierTags
 
-from marginals import Dataset, Domain
+from marginals import Dataset
+from marginals.randomness import SamplingSeed, sampling_rng
+from marginals.source import ModelSource, implements, implements_member
 
-from marginals.randomness import sampling_rng
-from marginals.source import ModelSource, implements
-
-from .base import EncodedLinearModel, as_dataset, as_marginal_source
+from .base import LinearRegressor, LogisticClassifier, store_params
 from .bayes.intervals import CoefficientIntervalMixin
 from .chebyshev import chebyshev_coefficients, log_sigmoid, monomial_coefficients
-from .encoding import EncodingOptions
+from .encoding import Encoding, EncodingOptions
+from .inputs import DomainLike
 from .baselines.public import fit_encoded
 from .solvers import DEFAULT_RIDGE, quadratic_logistic_solution, solve_normal_equations
 from .statistics import sufficient_statistics
 
-
-class DDSSPLinearRegression(CoefficientIntervalMixin, EncodedLinearModel):
+class DDSSPLinearRegression(CoefficientIntervalMixin, LinearRegressor):
     """Linear regression theta = (X^T X + ridge I)^-1 X^T y with X^T X, X^T y from marginals.
 
+    Fit on a release (or any marginal source: exact marginals of a `Dataset`), on a DataFrame of
+    codes holding the target, or on ``X, y``; with a public ``domain`` for tables (`ddssp.inputs`).
+
     Args:
-        target: the attribute to predict (encoded numerically, [-1, 1] by default).
+        target: the attribute to predict (encoded numerically, [-1, 1] by default); with
+            ``fit(X, y)`` it may be None (then y's name, or "y").
         categorical: one-hot attributes (None: every feature one-hot).
         encoding: `EncodingOptions` (reference level, numeric scaling, intercept).
         ridge: added to the diagonal of X^T X; the default 1e-12 is absolute, like the paper's
@@ -50,45 +52,29 @@ class DDSSPLinearRegression(CoefficientIntervalMixin, EncodedLinearModel):
         n_boot, interval_alpha, interval_kind: bootstrap replicates, nominal level 1 - interval_alpha,
             "bias_aware", "basic" or "percentile".
         random_state: seed of the bootstrap (post-processing of the public release, so a seed is safe).
+        domain: the public domain of tabular input: a `Domain`, a `Discretizer` or an int number of levels.
 
-    Learned: ``coef_``, ``intercept_`` (0.0 without an intercept column), ``feature_names_in_``,
-    ``n_features_in_``, ``encoding_``, ``statistics_`` (X^T X, X^T y, y^T y, n read off the marginals);
-    with ``interval`` set also ``bootstrap_`` and ``coef_interval_`` (= ``conf_int()``).
+    Learned: ``coef_``, ``intercept_`` (0.0 without an intercept column), ``encoded_feature_names_``,
+    ``n_features_in_``, ``feature_names_in_``, ``encoding_``, ``discretizer_``, ``statistics_`` (X^T X,
+    X^T y, y^T y, n read off the marginals); with ``interval`` set also ``bootstrap_`` and
+    ``coef_interval_`` (= ``conf_int()``).
     """
 
     def __init__(
-        self,
-        target: str,
-        categorical: Sequence[str] | None = None,
-        encoding: EncodingOptions | None = None,
-        ridge: float = DEFAULT_RIDGE,
-        interval: str | None = None,
-        n_boot: int = 50,
-        interval_alpha: float = 0.1,
-        interval_kind: str = "bias_aware",
-        random_state: int | None = None,
-    ) -> None:
-        self.target = target
-        self.categorical = categorical
-        self.encoding = encoding
-        self.ridge = ridge
-        self.interval = interval
-        self.n_boot = n_boot
-        self.interval_alpha = interval_alpha
-        self.interval_kind = interval_kind
-        self.random_state = random_state
+        self, target: str | None = None, categorical: Sequence[str] | None = None,
+        encoding: EncodingOptions | None = None, ridge: float = DEFAULT_RIDGE, interval: str | None = None,
+        n_boot: int = 50, interval_alpha: float = 0.1, interval_kind: str = "bias_aware",
+        random_state: SamplingSeed = None, domain: DomainLike = None,
+    ) -> None:  # fmt: skip
+        store_params(self, locals())
 
-    def fit(self, source: Any, domain: Domain | None = None) -> "DDSSPLinearRegression":
-        """Fit from a release, a `Dataset` (exact marginals) or a DataFrame of codes with ``domain``."""
-        source = as_marginal_source(source, domain)
-        encoding = self._encoding(source.domain, "linear")
+    def _fit_encoded(self, source: Any, encoding: Encoding) -> None:
         self.statistics_ = sufficient_statistics(source, encoding)
         self._set_solution(solve_normal_equations(self.statistics_.XtX, self.statistics_.Xty, self.ridge), encoding)
         self._fit_intervals(source)
-        return self
 
 
-class DDSSPLogisticRegression(CoefficientIntervalMixin, EncodedLinearModel):
+class DDSSPLogisticRegression(CoefficientIntervalMixin, LogisticClassifier):
     """Logistic regression maximising a degree-2 Chebyshev approximation of the log-likelihood.
 
     With y in {-1, +1} the approximation is n b0 + b1 theta.X^T y + b2 theta^T X^T X theta
@@ -96,66 +82,39 @@ class DDSSPLogisticRegression(CoefficientIntervalMixin, EncodedLinearModel):
     theta = -b1/(2 b2) (X^T X + (ridge + alpha/(-2 b2)) I)^-1 X^T y.
 
     Args:
-        target: a 2-level attribute; code 1 is the positive class.
-        categorical, encoding: as for `DDSSPLinearRegression`.
+        target: a 2-level attribute; code 1 is the positive class (``classes_[1]``).
+        categorical, encoding, domain: as for `DDSSPLinearRegression`.
         degree: polynomial degree; only 2 is supported (higher degrees need moments of order
             > 2, which pairwise marginals do not determine).
         radius: the approximation interval [-radius, radius] (paper: 6).
         method: "interpolation" (at Chebyshev nodes, as the paper) or "projection".
         alpha: L2 penalty (alpha/2)||theta||^2 subtracted from the approximate log-likelihood.
         ridge: numerical safeguard added to X^T X (default 1e-12, absolute).
-        interval: None, or coefficient intervals on an AIM release by a parametric bootstrap
-            (`ddssp.bayes.intervals`): "mechanism" (AIM rerun on rows drawn from the released model;
-            n_boot AIM runs) or "measurements" (fast: raw measurement noise on the measured blocks;
-            conservative in sparse tables). They do not cover the model's bias on pairs AIM never measured.
-        n_boot, interval_alpha, interval_kind: bootstrap replicates, nominal level 1 - interval_alpha,
-            "bias_aware", "basic" or "percentile".
-        random_state: seed of the bootstrap (post-processing of the public release, so a seed is safe).
+        interval, n_boot, interval_alpha, interval_kind, random_state: as for `DDSSPLinearRegression`.
 
-    Learned: as `DDSSPLinearRegression` (intervals included), plus ``classes_`` ([0, 1]), ``cheb_coef_`` (Chebyshev-basis
-    coefficients in t = s / radius, numpy convention) and ``monomial_coef_`` (b_0, b_1, b_2 in s).
+    Learned: as `DDSSPLinearRegression` (intervals included), plus ``classes_`` ([0, 1], or the spec's
+    labels), ``cheb_coef_`` (Chebyshev-basis coefficients in t = s / radius, numpy convention) and
+    ``monomial_coef_`` (b_0, b_1, b_2 in s).
     """
 
     def __init__(
-        self,
-        target: str,
-        categorical: Sequence[str] | None = None,
-        encoding: EncodingOptions | None = None,
-        degree: int = 2,
-        radius: float = 6.0,
-        method: str = "interpolation",
-        alpha: float = 0.0,
-        ridge: float = DEFAULT_RIDGE,
-        interval: str | None = None,
-        n_boot: int = 50,
-        interval_alpha: float = 0.1,
-        interval_kind: str = "bias_aware",
-        random_state: int | None = None,
-    ) -> None:
-        self.target = target
-        self.categorical = categorical
-        self.encoding = encoding
-        self.degree = degree
-        self.radius = radius
-        self.method = method
-        self.alpha = alpha
-        self.ridge = ridge
-        self.interval = interval
-        self.n_boot = n_boot
-        self.interval_alpha = interval_alpha
-        self.interval_kind = interval_kind
-        self.random_state = random_state
+        self, target: str | None = None, categorical: Sequence[str] | None = None,
+        encoding: EncodingOptions | None = None, degree: int = 2, radius: float = 6.0,
+        method: str = "interpolation", alpha: float = 0.0, ridge: float = DEFAULT_RIDGE,
+        interval: str | None = None, n_boot: int = 50, interval_alpha: float = 0.1, interval_kind: str = "bias_aware",
+        random_state: SamplingSeed = None, domain: DomainLike = None,
+    ) -> None:  # fmt: skip
+        store_params(self, locals())
 
-    def fit(self, source: Any, domain: Domain | None = None) -> "DDSSPLogisticRegression":
-        """Fit from a release, a `Dataset` (exact marginals) or a DataFrame of codes with ``domain``."""
+    def _check_params(self) -> None:
         if self.degree != 2:
             raise ValueError(
                 f"DDSSPLogisticRegression supports only degree=2 (got {self.degree}): the degree-M objective needs "
                 "moments of order M of the encoded data, and pairwise marginals give only second moments "
                 "(ddssp.chebyshev itself computes approximations of any degree)"
             )
-        source = as_marginal_source(source, domain)
-        encoding = self._encoding(source.domain, "logistic")
+
+    def _fit_encoded(self, source: Any, encoding: Encoding) -> None:
         self.cheb_coef_ = chebyshev_coefficients(log_sigmoid, self.degree, self.radius, self.method)
         self.monomial_coef_ = monomial_coefficients(self.cheb_coef_, self.radius)
         self.statistics_ = sufficient_statistics(source, encoding)
@@ -164,60 +123,63 @@ class DDSSPLogisticRegression(CoefficientIntervalMixin, EncodedLinearModel):
         )
         self._set_solution(theta, encoding)
         self._fit_intervals(source)
-        return self
 
 
-class AIMSynth(EncodedLinearModel):
-    """Ordinary regression on synthetic rows sampled from a release (or on a given synthetic table).
+class AIMSynth(LinearRegressor):
+    """Ordinary regression on synthetic rows sampled from a release (or on a given table).
+
+    A regressor for ``task="linear"`` and a binary classifier for ``task="logistic"`` (its
+    scikit-learn tags and ``score`` follow ``task``).
 
     Args:
         target: the attribute to predict.
         task: "linear" (least squares, minimum-norm solution) or "logistic" (unpenalised
             maximum likelihood by damped Newton; all-zero or collinear columns end at the
             minimum-norm solution).
-        categorical, encoding: as for `DDSSPLinearRegression`.
+        categorical, encoding, domain: as for `DDSSPLinearRegression`.
         n_synthetic: rows to sample from a release (None: the release's default, its total).
         random_state: int seed or Generator for sampling the synthetic rows (post-processing of the
             public release, so a seed is safe here; on a private Dataset the fit is not DP anyway).
+
+    Learned: as `DDSSPLinearRegression` (no intervals), ``n_synthetic_`` (rows fitted) and, for
+    ``task="logistic"``, ``classes_``.
     """
 
     def __init__(
-        self,
-        target: str,
-        task: str = "linear",
-        categorical: Sequence[str] | None = None,
-        encoding: EncodingOptions | None = None,
-        n_synthetic: int | None = None,
-        random_state: int | np.random.Generator | None = None,
-    ) -> None:
-        self.target = target
-        self.task = task
-        self.categorical = categorical
-        self.encoding = encoding
-        self.n_synthetic = n_synthetic
-        self.random_state = random_state
+        self, target: str | None = None, task: str = "linear", categorical: Sequence[str] | None = None,
+        encoding: EncodingOptions | None = None, n_synthetic: int | None = None,
+        random_state: SamplingSeed = None, domain: DomainLike = None,
+    ) -> None:  # fmt: skip
+        store_params(self, locals())
 
-    def fit(self, source: Any, domain: Domain | None = None) -> "AIMSynth":
-        """Fit on a release (``.synthetic_data(n, rng)``), a `Dataset` or a DataFrame of codes with ``domain``."""
+    @property
+    def _task(self) -> str:  # type: ignore[override]
+        return self.task
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        if self.task == "logistic":
+            tags.estimator_type = "classifier"
+            tags.classifier_tags = ClassifierTags(multi_class=False)
+            tags.regressor_tags = None
+        return tags
+
+    def _check_params(self) -> None:
         if self.task not in ("linear", "logistic"):
             raise ValueError(f"task must be 'linear' or 'logistic', got {self.task!r}")
-        if isinstance(source, (pd.DataFrame, Dataset)):
-            table = as_dataset(source, domain)
-        elif implements(source, ModelSource):
+
+    def _fit_encoded(self, source: Any, encoding: Encoding) -> None:
+        if implements(source, ModelSource):
             rng = sampling_rng(self.random_state)
-            draw = getattr(source, "synthetic_codes", source.synthetic_data)  # a release with a spec decodes by default
-            synthetic = draw(n=self.n_synthetic, rng=rng)
-            if not isinstance(synthetic, (pd.DataFrame, Dataset)):
-                raise TypeError(f"synthetic_data returned a {type(synthetic).__name__}, expected a DataFrame of codes")
-            table = as_dataset(synthetic, source.domain)
+            draw = source.synthetic_codes if implements_member(source, "synthetic_codes") else source.synthetic_data
+            table = Dataset(draw(n=self.n_synthetic, rng=rng), source.domain)  # codes (a spec would decode)
+        elif isinstance(source, Dataset):
+            table = source
         else:
             raise TypeError(
                 f"AIMSynth cannot fit on a {type(source).__name__}: pass a release with .synthetic_data, "
                 "a marginals.Dataset, or a DataFrame of codes with domain=..."
             )
-        encoding = self._encoding(table.domain, self.task)
         theta = fit_encoded(encoding, table.to_df(), self.task)
         self.n_synthetic_ = len(table)
         self._set_solution(theta, encoding)
-        return self
-

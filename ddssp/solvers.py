@@ -12,6 +12,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+from scipy.special import expit
 
 #: eigenvalues below this fraction of the largest are treated as zero (pseudo-inverse fallback).
 SINGULAR_RTOL = 1e-12
@@ -107,22 +108,13 @@ def logistic_loss(theta: np.ndarray, X: np.ndarray, y_pm: np.ndarray) -> tuple[f
     margins = y_pm * (X @ theta)
     loss = float(np.mean(np.logaddexp(0.0, -margins)))
     # d/dm log(1 + e^-m) = -sigmoid(-m), computed without overflow
-    weights = -y_pm * _sigmoid(-margins)
+    weights = -y_pm * expit(-margins)
     return loss, X.T @ weights / X.shape[0]
 
 
-def _sigmoid(z: np.ndarray) -> np.ndarray:
-    out = np.empty_like(z, dtype=np.float64)
-    pos = z >= 0
-    out[pos] = 1.0 / (1.0 + np.exp(-z[pos]))
-    ez = np.exp(z[~pos])
-    out[~pos] = ez / (1.0 + ez)
-    return out
-
-
 def sigmoid(z: np.ndarray) -> np.ndarray:
-    """1 / (1 + exp(-z)) without overflow."""
-    return _sigmoid(np.asarray(z, dtype=np.float64))
+    """1 / (1 + exp(-z)) without overflow (`scipy.special.expit`)."""
+    return expit(np.asarray(z, dtype=np.float64))
 
 
 def fit_logistic(

@@ -95,7 +95,7 @@ def test_estimator_intervals_on_an_aim_release():
     model = DDSSPLinearRegression("education", categorical=["married"], interval="mechanism", n_boot=6, random_state=0)
     model.fit(release)
     ci = model.coef_interval_
-    assert ci.shape == (model.n_features_in_, 2) and model.bootstrap_.errors.shape == (6, model.n_features_in_)
+    assert ci.shape == (len(model.coef_), 2) and model.bootstrap_.errors.shape == (6, len(model.coef_))
     wide, narrow = model.conf_int(0.05), model.conf_int(0.5)
     assert np.all(wide[:, 1] - wide[:, 0] >= narrow[:, 1] - narrow[:, 0])
     plain = DDSSPLinearRegression("education", categorical=["married"]).fit(release)

@@ -131,7 +131,7 @@ def test_fit_matches_the_library(release_file, tmp_path, capsys):
     result = json.loads((tmp_path / "f.json").read_text())
     release = Release.load(release_file)
     model = DDSSPLinearRegression("income", categorical=["sector", "education"]).fit(release.without(["region"]))
-    assert result["features"] == list(model.feature_names_in_)
+    assert result["features"] == list(model.encoded_feature_names_)
     np.testing.assert_allclose(result["coef"], model.coef_, rtol=0, atol=0)
     assert result["release_epsilon"] == 2.0 and "spends no further privacy" in out
     for name in result["features"]:

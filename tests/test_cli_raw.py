@@ -134,7 +134,10 @@ def test_readme_command_on_raw_adult(tmp_path, monkeypatch, capsys):
     assert {c.label.split(":")[0][5:] for c in spec_charges} == set(ADULT_RAW_COLUMNS)
     assert release.ledger.spent <= release.ledger.rho * (1 + BUDGET_RTOL) and release.private
     synth = pd.read_csv(tmp_path / "synth.csv")
-    assert list(synth.columns) == list(spec) and abs(len(synth) - 32_561) < 1000
+    assert list(synth.columns) == list(spec)
+    # rows: the noisy total of the rows kept; rows whose value falls outside the released categories of
+    # a column without an <other> level are left out (measured: 0-1,340 of 32,561 over 15 runs)
+    assert 0.93 * 32_561 < len(synth) < 1.02 * 32_561
     print(f"\nadult raw end to end: {seconds:.1f} s; spec rho {sum(c.rho for c in spec_charges):.3g} of "
           f"{release.ledger.rho:.3g}; categories " + ", ".join(f"{c}={len(v)}" for c, v in categorical.items()),
           file=sys.stderr)
@@ -152,3 +155,6 @@ def test_readme_python_lines_on_raw_adult(tmp_path, monkeypatch, capsys):
     assert isinstance(synthetic["workclass"].dtype, pd.CategoricalDtype) and "Private" in synthetic["workclass"].cat.categories
     assert synthetic["age"].dtype.kind == "i" and synthetic["age"].between(10, 100).all()
     assert synthetic["workclass"].isna().any()  # '?' rows: a missing level, decoded as NaN
+    names = list(scope["clf"].encoded_feature_names_)
+    assert "workclass=Private" in names and any(n.startswith("sex=") for n in names)
+    assert len(scope["clf"].coef_) == len(names) and scope["clf"].classes_.size == 2

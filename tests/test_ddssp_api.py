@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from sklearn.exceptions import NotFittedError
 
 from ddssp import (
     AIMSynth,
@@ -62,16 +63,19 @@ def test_init_stores_params_unchanged_and_fit_returns_self(name):
 @pytest.mark.parametrize("name", FACTORIES)
 def test_learned_attributes_and_prediction_shapes(name):
     model = make(name, encoding=EncodingOptions(intercept=True)).fit(DATA)
-    p = model.n_features_in_
-    assert model.coef_.shape == (p,) and len(model.feature_names_in_) == p
+    features = [a for a in DATA.domain.attrs if a != model.target]  # the input columns
+    assert model.n_features_in_ == len(features) and list(model.feature_names_in_) == features
+    p = len(model.encoded_feature_names_)
+    assert model.coef_.shape == (p,) and p == model.encoding_.n_features - 1  # the intercept is apart
     assert isinstance(model.intercept_, float)
-    assert "sector=1" in list(model.feature_names_in_) and "age" in list(model.feature_names_in_)
-    assert model.decision_function(DF).shape == (len(DF),)
+    assert "sector=1" in list(model.encoded_feature_names_) and "age" in list(model.encoded_feature_names_)
+    score = model.decision_function if name in LOGISTIC else model.predict_encoded
+    assert score(DF).shape == (len(DF),)
     assert model.predict(DF.head(7)).shape == (7,)
     if name in LOGISTIC:
         proba = model.predict_proba(DF)
         assert proba.shape == (len(DF), 2) and np.all((proba >= 0) & (proba <= 1))
-        assert set(np.unique(model.predict(DF))) <= {0, 1}
+        assert set(np.unique(model.predict(DF))) <= {0, 1} and list(model.classes_) == [0, 1]
     plain = make(name).fit(DATA)
     assert plain.intercept_ == 0.0
 
@@ -89,7 +93,7 @@ def test_deterministic_under_a_fixed_seed(name):
 
 @pytest.mark.parametrize("name", FACTORIES)
 def test_bad_input_errors(name):
-    with pytest.raises(RuntimeError, match="not fitted yet"):
+    with pytest.raises(NotFittedError, match="not fitted yet"):
         make(name).predict(DF)
     with pytest.raises(ValueError, match=r"categorical attribute\(s\) \['colour'\] not in the domain"):
         make(name, categorical=["sector", "colour"]).fit(DATA)
@@ -106,7 +110,7 @@ def test_bad_input_errors(name):
         model.predict(DF.drop(columns=["region"]))
     bad = DF.copy()
     bad.loc[5, "age"] = 8
-    with pytest.raises(ValueError, match=r"column 'age': 1 value\(s\) outside the domain codes 0..7, e.g. 8 at row 5"):
+    with pytest.raises(ValueError, match=r"column 'age': 1 value\(s\) outside the codes 0..7, e.g. 8 at row 5"):
         model.predict(bad)
     if name in LOGISTIC:
         with pytest.raises(ValueError, match="logistic target 'hours' must have exactly 2 levels"):
@@ -120,8 +124,10 @@ def test_estimator_specific_errors():
         AIMSynth("income", task="poisson").fit(DATA)
     with pytest.raises(TypeError, match="random_state must be a non-negative integer"):
         AdaSSP(1.0, 1e-6, "hours", random_state="seed").fit(DATA)
-    with pytest.raises(TypeError, match="cannot fit: .* got list"):
+    with pytest.raises(ValueError, match="requires y to be passed, but the target y is None"):
         DDSSPLinearRegression("hours").fit([1, 2])
+    with pytest.raises(TypeError, match="cannot fit: .* got str"):
+        DDSSPLinearRegression("hours").fit("data.csv")
     with pytest.raises(TypeError, match="encoding must be an EncodingOptions"):
         DDSSPLinearRegression("hours", encoding={"intercept": True}).fit(DATA)
     with pytest.raises(DataError, match="outside the codes"):

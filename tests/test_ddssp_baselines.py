@@ -152,7 +152,7 @@ def test_adult_numbers_at_epsilon_half():
         warnings.simplefilter("ignore", CollinearityWarning)
         for seed in range(3):
             ada = AdaSSP(0.5, 1e-5, "education-num", cat, random_state=seed).fit(train)
-            mses.append(mean_squared_error(ada.encoding_.encode_target(test), ada.predict(test)))
+            mses.append(mean_squared_error(ada.encoding_.encode_target(test), ada.predict_encoded(test)))
             obj = ObjPert(0.5, 1e-5, "income>50K", cat, random_state=seed).fit(train)
             aucs.append(roc_auc(test["income>50K"], obj.decision_function(test)))
     assert 0.04 <= np.mean(mses) <= 0.09

@@ -77,7 +77,7 @@ def test_collinear_encoding_warns_and_returns_min_norm(random_dataset):
 
 def test_never_occurring_level_gets_zero_coefficient(random_dataset):
     model = DDSSPLinearRegression("t5", ["gap"]).fit(random_dataset(2))
-    names = list(model.feature_names_in_)
+    names = list(model.encoded_feature_names_)
     assert model.coef_[names.index("gap=3")] == 0.0
     assert model.coef_[names.index("one")] == 0.0  # a 1-level numeric attribute encodes as 0
 
@@ -122,8 +122,8 @@ def test_predict_api_logistic_and_intercept():
     data = demo_dataset(3000, seed=1)
     df = data.to_df()
     model = DDSSPLogisticRegression("income", ["sector", "region"], EncodingOptions(intercept=True)).fit(data)
-    assert model.intercept_ != 0.0 and "(intercept)" not in model.feature_names_in_
-    assert model.n_features_in_ == len(model.coef_) == len(model.feature_names_in_)
+    assert model.intercept_ != 0.0 and "(intercept)" not in model.encoded_feature_names_
+    assert len(model.coef_) == len(model.encoded_feature_names_) and model.n_features_in_ == len(df.columns) - 1
     proba = model.predict_proba(df[df.columns[::-1]])  # column order does not matter
     assert proba.shape == (3000, 2) and np.allclose(proba.sum(axis=1), 1.0)
     assert np.allclose(proba[:, 1], sigmoid(model.decision_function(df)))
@@ -137,11 +137,12 @@ def test_linear_predictions_and_inverse_transform():
     df = data.to_df()
     model = DDSSPLinearRegression("hours", ["sector", "region"]).fit(data)
     assert model.intercept_ == 0.0
-    pred = model.predict(df.drop(columns=["hours"]))  # the target column is not needed
-    assert pred.shape == (3000,)
-    codes = model.inverse_transform_target(pred)
-    assert np.allclose(codes, (pred + 1) * (5 - 1) / 2)
-    with pytest.raises(AttributeError, match="only available for logistic"):
+    scores = model.predict_encoded(df.drop(columns=["hours"]))  # the target column is not needed
+    assert scores.shape == (3000,)
+    codes = model.inverse_transform_target(scores)
+    assert np.allclose(codes, (scores + 1) * (5 - 1) / 2)
+    assert np.allclose(model.predict(df), codes)  # predictions on the target's code scale
+    with pytest.raises(AttributeError, match="has no attribute 'predict_proba'"):
         model.predict_proba(df)
 
 
@@ -193,7 +194,7 @@ def test_aimsynth_survives_zero_variance_synthetic_columns():
     df = data.to_df().assign(sector=2, married=0)  # constant columns in the synthetic table
     for task, target in (("linear", "hours"), ("logistic", "income")):
         model = AIMSynth(target, task=task, categorical=["sector", "region"]).fit(df, domain=data.domain)
-        names = list(model.feature_names_in_)
+        names = list(model.encoded_feature_names_)
         assert np.all(np.isfinite(model.coef_))
         assert model.coef_[names.index("sector=1")] == 0.0 and model.coef_[names.index("sector=3")] == 0.0
 
@@ -260,4 +261,4 @@ def test_adult_ddssp_linear_equals_ols(adult_split):
     ols = np.linalg.lstsq(X, y, rcond=None)[0]
     y_test = ddssp.encoding_.encode_target(test)
     mse_ols = np.mean((ddssp.encoding_.encode_features(test) @ ols - y_test) ** 2)
-    assert np.mean((ddssp.predict(test) - y_test) ** 2) == pytest.approx(mse_ols, rel=1e-6)
+    assert np.mean((ddssp.predict_encoded(test) - y_test) ** 2) == pytest.approx(mse_ols, rel=1e-6)

@@ -238,7 +238,7 @@ def test_estimators_accounting_and_errors():
         warnings.simplefilter("ignore")
         logit = PMTLogisticRegression(0.5, 1e-5, "income", CAT, public_moment=PUBLIC, newton_steps=4,
                                       random_state=1).fit(DEMO)  # fmt: skip
-        baseline = PMTLogisticRegression(0.5, 1e-5, "income", CAT, public_moment=PUBLIC, transform=False,
+        baseline = PMTLogisticRegression(0.5, 1e-5, "income", CAT, public_moment=PUBLIC, moment_transform=False,
                                          random_state=1).fit(DEMO)  # fmt: skip
     assert logit.mu_release_ * math.sqrt(2 * 4) == pytest.approx(logit.privacy_["mu"])
     assert baseline.privacy_["mechanism"].startswith("DP-LR")
@@ -264,7 +264,7 @@ def test_estimators_approach_the_non_private_fit_at_large_epsilon():
     ols = np.linalg.lstsq(X, y, rcond=None)[0]
     y_test = lin.encoding_.encode_target(test)
     ols_mse = mean_squared_error(y_test, lin.encoding_.encode_features(test) @ ols)
-    assert mean_squared_error(y_test, lin.predict(test)) < ols_mse * 1.02
+    assert mean_squared_error(y_test, lin.predict_encoded(test)) < ols_mse * 1.02
     mle = fit_logistic(*logit.encoding_.encode(DEMO.to_df()))
     auc_mle = roc_auc(test["income"].to_numpy(), logit.encoding_.encode_features(test) @ mle)
     assert roc_auc(test["income"].to_numpy(), logit.decision_function(test)) > auc_mle - 0.01

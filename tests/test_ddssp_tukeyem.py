@@ -204,12 +204,12 @@ def test_estimator_fit_predict_and_privacy_record():
     assert model.privacy_ == {"epsilon": 2.0, "delta": 1e-5, "neighbours": "add/remove one row", "private": False,
                               "mechanism": "TukeyEM: PTR check (eps/2) + restricted exponential mechanism (eps/2)"}
     df = DEMO.to_df()
-    pred = model.predict(df)
+    pred = model.predict_encoded(df)  # the encoded target scale
     assert pred.shape == (len(df),)
     # close to OLS (public 0.4363 here), clearly better than the zero model (mean y^2 = 0.4741)
     y = model.encoding_.encode_target(df)
     ols = PublicLinearRegression("hours", CAT).fit(DEMO)
-    ols_mse = mean_squared_error(y, ols.predict(df))
+    ols_mse = mean_squared_error(y, ols.predict_encoded(df))
     assert mean_squared_error(y, pred) < ols_mse + 0.25 * (np.mean(y**2) - ols_mse)
     assert model.get_params()["n_models"] == 1000
 
@@ -219,7 +219,7 @@ def test_estimator_without_a_model_when_ptr_fails():
         warnings.simplefilter("ignore")
         model = TukeyEM(0.5, 1e-5, "hours", CAT, n_models=40, random_state=2).fit(DEMO)
     assert not model.ptr_passed_ and model.coef_ is None and model.depth_ is None
-    assert model.feature_names_in_.size == model.encoding_.n_features
+    assert model.encoded_feature_names_.size == model.encoding_.n_features
     with pytest.raises(PTRFailedError, match="PTR check failed"):
         model.predict(DEMO.to_df())
     with pytest.raises(ValueError, match="accountant=None"):

@@ -28,23 +28,25 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from marginals import Accountant, BudgetExceeded, Domain, cdp_rho
-from marginals.randomness import RandomSource, noise_source
+from marginals import Accountant, BudgetExceeded, cdp_rho
+from marginals.randomness import NoiseSource
 
-from ..base import EncodedLinearModel
-from ..encoding import EncodingOptions
+from ..base import DPEstimator, LinearRegressor, store_params
+from ..encoding import Encoding, EncodingOptions
+from ..inputs import DomainLike
 from ..solvers import solve_linear_system
-from .common import check_privacy_params, private_statistics
+from .common import private_statistics
 
 STEPS = ("lambda_min", "XtX", "Xty")
 
 
-class AdaSSP(EncodedLinearModel):
+class AdaSSP(DPEstimator, LinearRegressor):
     """Differentially private linear regression by adaptive sufficient-statistics perturbation.
 
     Args:
         epsilon, delta: the (epsilon, delta)-DP guarantee of one fit (spent as zCDP rho).
-        target, categorical, encoding: as for `DDSSPLinearRegression`.
+        target, categorical, encoding, domain: as for `DDSSPLinearRegression`; the domain must be
+            public: the sensitivities come from the encoding's norm bounds.
         failure_prob: Wang's rho, the failure probability in the ridge choice (paper: 0.05).
         budget_split: fractions of rho for (lambda_min, X^T X, X^T y); default equal thirds as
             in Wang's Alg. 2 (the DD-SSP code used 1/3, 0.633, 0.033).
@@ -55,32 +57,24 @@ class AdaSSP(EncodedLinearModel):
 
     Learned: ``coef_``, ``intercept_``, ``sigmas_`` (noise std of each release), ``sensitivities_``,
     ``rho_parts_``, ``lambda_min_noisy_``, ``XtX_noisy_``, ``Xty_noisy_`` (the three releases),
-    ``ridge_`` (the chosen lambda), ``accountant_``.
+    ``ridge_`` (the chosen lambda), ``accountant_``, ``private_``, ``privacy_``.
     """
 
-    def __init__(
-        self,
-        epsilon: float,
-        delta: float,
-        target: str,
-        categorical: Sequence[str] | None = None,
-        encoding: EncodingOptions | None = None,
-        failure_prob: float = 0.05,
-        budget_split: Sequence[float] = (1 / 3, 1 / 3, 1 / 3),
-        accountant: Accountant | None = None,
-        random_state: int | RandomSource | None = None,
-    ) -> None:
-        self.epsilon = epsilon
-        self.delta = delta
-        self.target = target
-        self.categorical = categorical
-        self.encoding = encoding
-        self.failure_prob = failure_prob
-        self.budget_split = budget_split
-        self.accountant = accountant
-        self.random_state = random_state
+    _guarantee = ""  # rho-zCDP: charged to the accountant
 
-    def _check_split(self) -> np.ndarray:
+    def __init__(
+        self, epsilon: float, delta: float, target: str | None = None,
+        categorical: Sequence[str] | None = None, encoding: EncodingOptions | None = None,
+        failure_prob: float = 0.05, budget_split: Sequence[float] = (1 / 3, 1 / 3, 1 / 3),
+        accountant: Accountant | None = None, random_state: NoiseSource = None,
+        domain: DomainLike = None,
+    ) -> None:  # fmt: skip
+        store_params(self, locals())
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        if not (0 < self.failure_prob < 1):
+            raise ValueError(f"failure_prob must lie in (0, 1), got {self.failure_prob}")
         split = np.asarray(self.budget_split, dtype=np.float64)
         if split.shape != (3,) or not np.all(split > 0) or not np.all(np.isfinite(split)):
             raise ValueError(
@@ -88,49 +82,37 @@ class AdaSSP(EncodedLinearModel):
             )
         if abs(split.sum() - 1.0) > 1e-9:
             raise ValueError(f"budget_split must sum to 1, got {split.sum():.12g}")
-        return split
 
-    def fit(self, data: Any, domain: Domain | None = None) -> "AdaSSP":
-        """Fit on the private table: a `Dataset`, a DataFrame of codes with its ``domain``, or a
-        `DaskDataset` (X^T X and X^T y come from its exact pairwise marginals)."""
-        epsilon, delta = check_privacy_params(self.epsilon, self.delta)
-        if not (0 < self.failure_prob < 1):
-            raise ValueError(f"failure_prob must lie in (0, 1), got {self.failure_prob}")
-        split = self._check_split()
-        encoding, stats = private_statistics(self, data, domain, "linear")
-        rng = noise_source(self.random_state, "random_state")
+    def _charge(self, encoding: Encoding) -> tuple[np.ndarray, np.ndarray]:
+        """(sigmas, sensitivities) of the three releases, charged to the accountant."""
         x_bound, y_bound = encoding.norm_bounds()
-        p = encoding.n_features
-
-        rho = cdp_rho(epsilon, delta)
-        accountant = Accountant(rho, delta=delta) if self.accountant is None else self.accountant
+        rho = cdp_rho(self.epsilon, self.delta)
+        accountant = Accountant(rho, delta=float(self.delta)) if self.accountant is None else self.accountant
         if not accountant.can_afford(rho):
             raise BudgetExceeded(f"AdaSSP needs rho={rho:.6g} but the accountant has {accountant.remaining:.6g} left")
-        rho_parts = split * rho
+        self.rho_parts_ = np.asarray(self.budget_split, dtype=np.float64) * rho
         sensitivities = np.array([x_bound**2, x_bound**2, x_bound * y_bound])
-        sigmas = sensitivities / np.sqrt(2.0 * rho_parts)
+        sigmas = sensitivities / np.sqrt(2.0 * self.rho_parts_)
         for step, sigma, sens in zip(STEPS, sigmas, sensitivities):
             accountant.gaussian(sigma, sens, label=f"AdaSSP {step}")
-
-        XtX, Xty = stats.XtX, stats.Xty
-        lambda_min = max(0.0, float(np.linalg.eigvalsh(XtX)[0])) if p else 0.0
-        shift = math.sqrt(math.log(6.0 / delta)) * sigmas[0]
-        lambda_min_noisy = max(0.0, lambda_min + sigmas[0] * rng.standard_normal() - shift)
-        upper = np.triu(rng.standard_normal((p, p)))
-        XtX_noisy = XtX + sigmas[1] * (upper + np.triu(upper, 1).T)
-        Xty_noisy = Xty + sigmas[2] * rng.standard_normal(p)
-        bound = sigmas[1] * math.sqrt(p * math.log(2.0 * p**2 / self.failure_prob)) if p else 0.0
-        ridge = max(0.0, bound - lambda_min_noisy)
-        theta = solve_linear_system(XtX_noisy + ridge * np.eye(p), Xty_noisy)
-
         self.accountant_ = accountant
-        self.private_ = rng.private
-        self.rho_parts_ = rho_parts
-        self.sensitivities_ = sensitivities
+        return sigmas, sensitivities
+
+    def _fit_encoded(self, source: Any, encoding: Encoding) -> None:
+        """Fit on the private rows (a `Dataset` or a `DaskDataset`: X^T X and X^T y come from its exact
+        pairwise marginals)."""
+        stats = private_statistics("AdaSSP", source, encoding)
+        rng = self._noise()
+        sigmas, self.sensitivities_ = self._charge(encoding)
+        p = encoding.n_features
+        lambda_min = max(0.0, float(np.linalg.eigvalsh(stats.XtX)[0])) if p else 0.0
+        shift = math.sqrt(math.log(6.0 / self.delta)) * sigmas[0]
+        self.lambda_min_noisy_ = max(0.0, lambda_min + sigmas[0] * rng.standard_normal() - shift)
+        upper = np.triu(rng.standard_normal((p, p)))
+        self.XtX_noisy_ = stats.XtX + sigmas[1] * (upper + np.triu(upper, 1).T)
+        self.Xty_noisy_ = stats.Xty + sigmas[2] * rng.standard_normal(p)
+        bound = sigmas[1] * math.sqrt(p * math.log(2.0 * p**2 / self.failure_prob)) if p else 0.0
+        self.ridge_ = max(0.0, bound - self.lambda_min_noisy_)
         self.sigmas_ = sigmas
-        self.lambda_min_noisy_ = lambda_min_noisy
-        self.XtX_noisy_ = XtX_noisy
-        self.Xty_noisy_ = Xty_noisy
-        self.ridge_ = ridge
-        self._set_solution(theta, encoding)
-        return self
+        self._record_privacy("AdaSSP (Wang 2018), zCDP Gaussian releases")
+        self._set_solution(solve_linear_system(self.XtX_noisy_ + self.ridge_ * np.eye(p), self.Xty_noisy_), encoding)

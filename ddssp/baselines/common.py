@@ -1,57 +1,40 @@
-"""What the private baselines share: parameter checks, the encoded private rows, and exact
-sufficient statistics from the private table's marginals (which also works on a `DaskDataset`)."""
+"""What the private baselines share: the private rows (refusing what their sensitivity analysis
+does not cover), their exact sufficient statistics (also from a `DaskDataset`) and encoded rows."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
-from marginals import DaskDataset, Domain
-from marginals.source import check_unweighted
+from marginals import Dataset
+from marginals.source import check_unweighted, is_rows
 
-from ..base import EncodedLinearModel, as_dataset
 from ..encoding import Encoding
 from ..statistics import SufficientStatistics, sufficient_statistics
 
 
-def check_privacy_params(epsilon: float, delta: float) -> tuple[float, float]:
-    """(epsilon, delta) as floats after checking epsilon > 0 and 0 < delta < 1."""
-    epsilon, delta = float(epsilon), float(delta)
-    if not (epsilon > 0 and math.isfinite(epsilon)):
-        raise ValueError(f"epsilon must be a finite number > 0, got {epsilon}")
-    if not (0 < delta < 1):
-        raise ValueError(f"delta must lie in (0, 1), got {delta}")
-    return epsilon, delta
-
-
-def _refuse_weights(model: EncodedLinearModel, table: Any) -> None:
-    check_unweighted(table, type(model).__name__)
-
-
-def private_statistics(
-    model: EncodedLinearModel, data: Any, domain: Domain | None, task: str
-) -> tuple[Encoding, SufficientStatistics]:
-    """(encoding, exact X^T X, X^T y, ...) of the private table, read off its exact pairwise
-    marginals: a `Dataset`, a DataFrame of codes with ``domain``, or a `DaskDataset`."""
-    table = data if isinstance(data, DaskDataset) else as_dataset(data, domain)
-    _refuse_weights(model, table)
-    encoding = model._encoding(table.domain, task)
-    return encoding, sufficient_statistics(table, encoding)
-
-
-def encoded_rows(
-    model: EncodedLinearModel, data: Any, domain: Domain | None, task: str
-) -> tuple[Encoding, np.ndarray, np.ndarray]:
-    """(encoding, X, y) of the private rows; row weights are refused (their sensitivity is unbounded)."""
-    if isinstance(data, DaskDataset):
+def private_rows(who: str, source: Any, in_memory: bool = True, unweighted: bool = True) -> Any:
+    """``source`` after checking it is private rows (a `Dataset`; a `DaskDataset` unless ``in_memory``)."""
+    if not is_rows(source):
+        raise TypeError(f"{who} fits on private rows (a marginals.Dataset, a DataFrame of codes or X, y with "
+                        f"domain=...), got {type(source).__name__}")  # fmt: skip
+    if in_memory and not isinstance(source, Dataset):
         raise TypeError(
-            f"{type(model).__name__} needs the private rows in memory (its objective sums over rows); "
+            f"{who} needs the private rows in memory (its objective sums over rows); "
             "a DaskDataset serves AIM and AdaSSP, which only need marginals"
         )
-    table = as_dataset(data, domain)
-    _refuse_weights(model, table)
-    encoding = model._encoding(table.domain, task)
-    X, y = encoding.encode(table.to_df())
-    return encoding, X, y
+    if unweighted:
+        check_unweighted(source, who)
+    return source
+
+
+def private_statistics(who: str, source: Any, encoding: Encoding) -> SufficientStatistics:
+    """Exact X^T X, X^T y, ... of the private rows, read off their exact pairwise marginals (a
+    `Dataset` or a `DaskDataset`); row weights are refused (their sensitivity is unbounded)."""
+    return sufficient_statistics(private_rows(who, source, in_memory=False), encoding)
+
+
+def encoded_rows(who: str, source: Any, encoding: Encoding) -> tuple[np.ndarray, np.ndarray]:
+    """(X, y) of the private rows in memory; row weights are refused (their sensitivity is unbounded)."""
+    return encoding.encode(private_rows(who, source).to_df())

@@ -22,71 +22,48 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-import numpy as np
+from marginals.randomness import NoiseSource
 
-from marginals import Domain
-from marginals.randomness import RandomSource, noise_source
-
-from ..base import EncodedLinearModel
-from ..encoding import EncodingOptions
+from ..base import DPEstimator, LogisticClassifier, store_params
+from ..encoding import Encoding, EncodingOptions
+from ..inputs import DomainLike
 from ..solvers import fit_logistic
-from .common import check_privacy_params, encoded_rows
+from .common import encoded_rows
 
 
-class ObjPert(EncodedLinearModel):
+class ObjPert(DPEstimator, LogisticClassifier):
     """Differentially private logistic regression by objective perturbation.
 
     Args:
         epsilon, delta: the (epsilon, delta)-DP guarantee of one fit.
         target: a 2-level attribute (code 1 is the positive class).
-        categorical, encoding: as for `DDSSPLinearRegression`.
+        categorical, encoding, domain: as for `AdaSSP` (a public domain: the bound ||X|| comes from it).
         accountant: must be None (see the module docstring); kept so all baselines share the API.
         random_state: None (default: noise from the OS's secure source), or for tests only an int
             seed / `marginals.InsecureRandom`, which warns and sets ``private_ = False``.
 
-    Learned: ``coef_``, ``intercept_``, ``regularization_`` (Delta), ``noise_std_`` (std of each
-    entry of b), ``privacy_`` ({"epsilon", "delta", "mechanism"}).
+    Learned: ``coef_``, ``intercept_``, ``classes_``, ``regularization_`` (Delta), ``noise_std_`` (std
+    of each entry of b), ``private_``, ``privacy_`` ({"epsilon", "delta", "mechanism", "private"}).
     """
 
-    def __init__(
-        self,
-        epsilon: float,
-        delta: float,
-        target: str,
-        categorical: Sequence[str] | None = None,
-        encoding: EncodingOptions | None = None,
-        accountant: Any = None,
-        random_state: int | RandomSource | None = None,
-    ) -> None:
-        self.epsilon = epsilon
-        self.delta = delta
-        self.target = target
-        self.categorical = categorical
-        self.encoding = encoding
-        self.accountant = accountant
-        self.random_state = random_state
+    _guarantee = "(epsilon, delta)-DP from objective perturbation's own analysis"
 
-    def fit(self, data: Any, domain: Domain | None = None) -> "ObjPert":
-        """Fit on the private rows: a `Dataset` or a DataFrame of codes with its ``domain``."""
-        epsilon, delta = check_privacy_params(self.epsilon, self.delta)
-        if self.accountant is not None:
-            raise ValueError(
-                "ObjPert's guarantee is (epsilon, delta)-DP from objective perturbation's own analysis, not zCDP, "
-                "and no valid conversion to a zCDP charge exists; leave accountant=None and compose its "
-                "(epsilon, delta) (recorded in privacy_) with other releases by (epsilon, delta) composition"
-            )
-        encoding, X, y = encoded_rows(self, data, domain, "logistic")
-        rng = noise_source(self.random_state, "random_state")
+    def __init__(
+        self, epsilon: float, delta: float, target: str | None = None, categorical: Sequence[str] | None = None,
+        encoding: EncodingOptions | None = None, accountant: Any = None,
+        random_state: NoiseSource = None, domain: DomainLike = None,
+    ) -> None:  # fmt: skip
+        store_params(self, locals())
+
+    def _fit_encoded(self, source: Any, encoding: Encoding) -> None:
+        """Fit on the private rows in memory (a `Dataset`)."""
+        X, y = encoded_rows("ObjPert", source, encoding)
+        rng = self._noise()
         x_bound, _ = encoding.norm_bounds()
         n, p = X.shape
-        regularization = x_bound**2 / (2.0 * epsilon)
-        noise_std = x_bound * math.sqrt(8.0 * math.log(2.0 / delta) + 4.0 * epsilon) / epsilon
-        b = noise_std * rng.standard_normal(p)
-        theta = fit_logistic(X, y, l2=regularization / n, linear=b / n)
-
-        self.regularization_ = regularization
-        self.noise_std_ = noise_std
-        self.privacy_ = {"epsilon": epsilon, "delta": delta, "mechanism": "objective perturbation (KST12)",
-                         "private": rng.private}
-        self._set_solution(theta, encoding)
-        return self
+        epsilon, delta = float(self.epsilon), float(self.delta)
+        self.regularization_ = x_bound**2 / (2.0 * epsilon)
+        self.noise_std_ = x_bound * math.sqrt(8.0 * math.log(2.0 / delta) + 4.0 * epsilon) / epsilon
+        b = self.noise_std_ * rng.standard_normal(p)
+        self._record_privacy("objective perturbation (KST12)")
+        self._set_solution(fit_logistic(X, y, l2=self.regularization_ / n, linear=b / n), encoding)

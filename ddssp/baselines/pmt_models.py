@@ -1,5 +1,5 @@
 """PMT estimators on encoded tables: `PMTLinearRegression` (DP-PMT ridge) and
-`PMTLogisticRegression` (DP-PMT logistic), each with ``transform=False`` for the paper's
+`PMTLogisticRegression` (DP-PMT logistic), each with ``moment_transform=False`` for the paper's
 private-only baseline (DP-RR / DP-LR). The algorithms are in `ddssp.baselines.pmt`.
 
 The public second moment Sigma_B = E[x x^T] of the encoded features (and, for ridge, E[y^2]) is
@@ -29,14 +29,15 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from marginals import Dataset, Domain, gdp_mu
-from marginals.randomness import RandomSource, noise_source
-from marginals.source import MarginalSource, implements
+from marginals import Domain, gdp_mu
+from marginals.randomness import NoiseSource
+from marginals.source import MarginalSource, as_marginal_source, implements, is_rows
 
-from ..base import EncodedLinearModel, as_dataset
+from ..base import DPEstimator, LinearRegressor, LogisticClassifier, store_params
 from ..encoding import Encoding, EncodingOptions
+from ..inputs import DomainLike
 from ..statistics import sufficient_statistics
-from .common import check_privacy_params, encoded_rows
+from .common import encoded_rows
 from .pmt import dp_logistic, dp_ridge, pmt_logistic, pmt_ridge, private_only_radii
 
 
@@ -55,25 +56,28 @@ class _UniformSource:
         return out
 
 
+def _matrix_moment(source: Any, p: int) -> tuple[np.ndarray, float, str]:
+    matrix = np.asarray(source, dtype=np.float64)
+    if matrix.shape not in ((p + 1, p + 1), (p, p)) or not np.all(np.isfinite(matrix)):
+        raise ValueError(f"public_moment: expected a finite ({p + 1}, {p + 1}) matrix (Z = [X, y]) or ({p}, {p}), "
+                         f"got shape {matrix.shape}")  # fmt: skip
+    if not np.allclose(matrix, matrix.T):
+        raise ValueError("public_moment: the matrix must be symmetric")
+    y_moment = float(matrix[p, p]) if matrix.shape[0] == p + 1 else math.nan
+    return matrix[:p, :p].copy(), y_moment, "matrix"
+
+
 def public_moments(source: Any, encoding: Encoding, domain: Domain) -> tuple[np.ndarray, float, str]:
     """(Sigma_B = E[x x^T], E[y^2] (nan if not available), a description of the source)."""
-    p = encoding.n_features
     if isinstance(source, str):
         if source != "uniform":
             raise ValueError(f"public_moment: the only named source is 'uniform', got {source!r}")
         stats, kind = sufficient_statistics(_UniformSource(encoding.domain), encoding), "uniform over the domain"
     elif isinstance(source, (np.ndarray, list, tuple)):
-        matrix = np.asarray(source, dtype=np.float64)
-        if matrix.shape not in ((p + 1, p + 1), (p, p)) or not np.all(np.isfinite(matrix)):
-            raise ValueError(f"public_moment: expected a finite ({p + 1}, {p + 1}) matrix (Z = [X, y]) or ({p}, {p}), "
-                             f"got shape {matrix.shape}")  # fmt: skip
-        if not np.allclose(matrix, matrix.T):
-            raise ValueError("public_moment: the matrix must be symmetric")
-        y_moment = float(matrix[p, p]) if matrix.shape[0] == p + 1 else math.nan
-        return matrix[:p, :p].copy(), y_moment, "matrix"
-    elif isinstance(source, (Dataset, pd.DataFrame)):
-        rows = as_dataset(source, domain)
-        stats, kind = sufficient_statistics(rows, encoding), f"public rows (n = {len(rows)})"
+        return _matrix_moment(source, encoding.n_features)
+    elif isinstance(source, pd.DataFrame) or is_rows(source):
+        rows = as_marginal_source(source, domain)
+        stats, kind = sufficient_statistics(rows, encoding), f"public rows (n = {rows.records})"
     elif implements(source, MarginalSource):
         stats, kind = sufficient_statistics(source, encoding), "DP release (post-processing)"
     else:
@@ -84,46 +88,23 @@ def public_moments(source: Any, encoding: Encoding, domain: Domain) -> tuple[np.
     return stats.XtX / stats.n, stats.yty / stats.n, kind
 
 
-class _PMTModel(EncodedLinearModel):
-    _task = "linear"
+class _PMTModel(DPEstimator):
+    """Parameters, checks and the shared preparation of both PMT estimators."""
+
+    _guarantee = ("mu-GDP (replace-one neighbours, n public), recorded with its exact (epsilon, delta) in privacy_ "
+                  "(a mu-GDP Gaussian mechanism is mu^2/2-zCDP if you need to charge one)")  # fmt: skip
 
     def __init__(
-        self,
-        epsilon: float,
-        delta: float,
-        target: str,
-        categorical: Sequence[str] | None = None,
-        encoding: EncodingOptions | None = None,
-        public_moment: Any = None,
-        transform: bool = True,
-        ridge: float = 0.0,
-        eta: float = 0.05,
-        moment_ridge: float = 1e-3,
-        newton_steps: int = 5,
-        accountant: Any = None,
-        random_state: int | RandomSource | None = None,
-    ) -> None:
-        self.epsilon = epsilon
-        self.delta = delta
-        self.target = target
-        self.categorical = categorical
-        self.encoding = encoding
-        self.public_moment = public_moment
-        self.transform = transform
-        self.ridge = ridge
-        self.eta = eta
-        self.moment_ridge = moment_ridge
-        self.newton_steps = newton_steps
-        self.accountant = accountant
-        self.random_state = random_state
+        self, epsilon: float, delta: float, target: str | None = None, categorical: Sequence[str] | None = None,
+        encoding: EncodingOptions | None = None, public_moment: Any = None, moment_transform: bool = True,
+        ridge: float = 0.0, eta: float = 0.05, moment_ridge: float = 1e-3, newton_steps: int = 5,
+        accountant: Any = None, random_state: NoiseSource = None,
+        domain: DomainLike = None,
+    ) -> None:  # fmt: skip
+        store_params(self, locals())
 
-    def _prepare(self, data: Any, domain: Domain | None):
-        epsilon, delta = check_privacy_params(self.epsilon, self.delta)
-        if self.accountant is not None:
-            raise ValueError(
-                "PMT's guarantee is mu-GDP (replace-one neighbours, n public), recorded with its exact (epsilon, delta) "
-                "in privacy_; leave accountant=None (a mu-GDP Gaussian mechanism is mu^2/2-zCDP if you need to charge one)"
-            )
+    def _check_params(self) -> None:
+        super()._check_params()
         for name in ("ridge", "moment_ridge"):
             value = getattr(self, name)
             if not (value >= 0 and math.isfinite(value)):
@@ -134,17 +115,16 @@ class _PMTModel(EncodedLinearModel):
             raise ValueError(
                 "PMT needs a public second moment: public_moment= a public Dataset, a release, 'uniform' or a matrix"
             )
-        table = as_dataset(data, domain)
-        encoding, X, y = encoded_rows(self, table, None, self._task)
-        moment, y_moment, kind = public_moments(self.public_moment, encoding, table.domain)
+
+    def _prepare(self, source: Any, encoding: Encoding):
+        X, y = encoded_rows(type(self).__name__, source, encoding)
+        moment, y_moment, kind = public_moments(self.public_moment, encoding, source.domain)
         moment = moment + self.moment_ridge * np.eye(moment.shape[0])
-        mu = gdp_mu(epsilon, delta)
-        rng = noise_source(self.random_state, "random_state")
-        self.privacy_ = {"epsilon": epsilon, "delta": delta, "mu": mu, "mechanism": self._mechanism(),
-                         "neighbours": "replace one row (n public)", "private": rng.private,
-                         "public_moment": kind}  # fmt: skip
+        mu = gdp_mu(self.epsilon, self.delta)
+        rng = self._noise()
+        self._record_privacy(self._mechanism(), mu=mu, neighbours="replace one row (n public)", public_moment=kind)
         self.public_moment_source_ = kind
-        return encoding, X, y, moment, y_moment, mu, rng
+        return X, y, moment, y_moment, mu, rng
 
     def _mechanism(self) -> str:
         raise NotImplementedError
@@ -158,14 +138,14 @@ class _PMTModel(EncodedLinearModel):
         self._set_solution(result.coef, encoding)
 
 
-class PMTLinearRegression(_PMTModel):
+class PMTLinearRegression(_PMTModel, LinearRegressor):
     """DP ridge regression through a public second moment (DP-PMTRR, Cao, Bi & Zhang Alg. 2).
 
     Args:
         epsilon, delta: the guarantee of one fit, spent as mu = gdp_mu(epsilon, delta) Gaussian DP.
-        target, categorical, encoding: as for `DDSSPLinearRegression`.
+        target, categorical, encoding, domain: as for `AdaSSP`.
         public_moment: where Sigma_B and E[y^2] come from (see the module docstring).
-        transform: True for DP-PMTRR; False for the private-only baseline DP-RR (clipping radii
+        moment_transform: True for DP-PMTRR; False for the private-only baseline DP-RR (clipping radii
             sqrt(Tr Sigma_B + p log(n/eta)) and sqrt(E y^2 + log(n/eta)) from the public moment).
         ridge: lambda in (A^T A / n + lambda I) (the paper keeps its meaning through the transform).
         eta: clipping failure probability (sets the radii; utility only).
@@ -175,58 +155,57 @@ class PMTLinearRegression(_PMTModel):
         random_state: None (secure noise) or, for tests only, an int seed / `InsecureRandom`.
 
     Learned: ``coef_``, ``intercept_``, ``sigmas_`` (noise std of Gram and cross moment),
-    ``radius_``, ``y_radius_``, ``clipped_rows_``, ``mu_release_``, ``public_moment_source_``, ``privacy_``.
+    ``radius_``, ``y_radius_``, ``clipped_rows_``, ``mu_release_``, ``public_moment_source_``,
+    ``private_``, ``privacy_``.
     """
 
-    _task = "linear"
-
     def _mechanism(self) -> str:
-        return "DP-PMT ridge (Cao, Bi & Zhang Alg. 2)" if self.transform else "DP-RR (Cao, Bi & Zhang Thm 4.3)"
+        return "DP-PMT ridge (Cao, Bi & Zhang Alg. 2)" if self.moment_transform else "DP-RR (Cao, Bi & Zhang Thm 4.3)"
 
-    def fit(self, data: Any, domain: Domain | None = None) -> "PMTLinearRegression":
-        """Fit on the private rows: a `Dataset` or a DataFrame of codes with its ``domain``."""
-        encoding, X, y, moment, y_moment, mu, rng = self._prepare(data, domain)
+    def _fit_encoded(self, source: Any, encoding: Encoding) -> None:
+        """Fit on the private rows in memory (a `Dataset`)."""
+        X, y, moment, y_moment, mu, rng = self._prepare(source, encoding)
         if not (y_moment > 0 and math.isfinite(y_moment)):
             raise ValueError(f"the public moment gives E[y^2] = {y_moment}; ridge needs a (p+1) x (p+1) moment > 0")
-        if self.transform:
+        if self.moment_transform:
             result = pmt_ridge(X, y, moment, y_moment, mu, self.ridge, self.eta, rng)
         else:
             radius, y_radius = private_only_radii(float(np.trace(moment)), y_moment, len(X), X.shape[1], self.eta)
             result = dp_ridge(X, y, radius, y_radius, mu, self.ridge, rng)
         self._record(result, encoding)
-        return self
 
 
-class PMTLogisticRegression(_PMTModel):
+class PMTLogisticRegression(_PMTModel, LogisticClassifier):
     """DP logistic regression by noisy Newton through a public second moment (DP-PMTLR, Alg. 3).
 
     Args: as `PMTLinearRegression`, with a 2-level target (code 1 positive) and
         ``newton_steps``: T, the exact number of noisy Newton steps from 0 (budget split evenly).
-        ``transform=False`` gives the private-only DP-LR (radius sqrt(Tr Sigma_B + p log(n/eta))).
+        ``moment_transform=False`` gives the private-only DP-LR (radius sqrt(Tr Sigma_B + p log(n/eta))).
         ``ridge``: lambda of the penalty (lambda/2)||theta||^2 on the mean log-loss.
 
-    Learned: ``coef_``, ``intercept_``, ``sigmas_`` (noise std of each Hessian and gradient),
-    ``radius_``, ``clipped_rows_``, ``mu_release_``, ``public_moment_source_``, ``privacy_``.
+    Learned: ``coef_``, ``intercept_``, ``classes_``, ``sigmas_`` (noise std of each Hessian and
+    gradient), ``radius_``, ``clipped_rows_``, ``mu_release_``, ``public_moment_source_``, ``private_``,
+    ``privacy_``.
     """
 
-    _task = "logistic"
-
     def _mechanism(self) -> str:
-        if self.transform:
+        if self.moment_transform:
             return "DP-PMT logistic, noisy Newton (Cao, Bi & Zhang Alg. 3)"
         return "DP-LR, noisy Newton (Cao, Bi & Zhang Alg. 5)"
 
-    def fit(self, data: Any, domain: Domain | None = None) -> "PMTLogisticRegression":
-        """Fit on the private rows: a `Dataset` or a DataFrame of codes with its ``domain``."""
+    def _check_params(self) -> None:
+        super()._check_params()
         if isinstance(self.newton_steps, bool) or not isinstance(self.newton_steps, (int, np.integer)):
             raise TypeError(f"newton_steps must be an int, got {self.newton_steps!r}")
-        encoding, X, y, moment, _, mu, rng = self._prepare(data, domain)
+
+    def _fit_encoded(self, source: Any, encoding: Encoding) -> None:
+        """Fit on the private rows in memory (a `Dataset`)."""
+        X, y, moment, _, mu, rng = self._prepare(source, encoding)
         y01 = (y > 0).astype(np.float64)  # the encoding's -1/+1 labels as 0/1
         steps = int(self.newton_steps)
-        if self.transform:
+        if self.moment_transform:
             result = pmt_logistic(X, y01, moment, mu, self.ridge, self.eta, steps, rng)
         else:
             radius, _ = private_only_radii(float(np.trace(moment)), 0.0, len(X), X.shape[1], self.eta)
             result = dp_logistic(X, y01, radius, mu, self.ridge, steps, rng)
         self._record(result, encoding)
-        return self

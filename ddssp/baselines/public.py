@@ -11,11 +11,12 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from marginals import Domain
 
-from ..base import EncodedLinearModel, as_dataset
+from ..base import LinearRegressor, LogisticClassifier, store_params
 from ..encoding import Encoding, EncodingOptions
+from ..inputs import DomainLike
 from ..solvers import fit_logistic
+from .common import private_rows
 
 
 def fit_encoded(encoding: Encoding, df: pd.DataFrame, task: str) -> np.ndarray:
@@ -35,31 +36,23 @@ def fit_encoded(encoding: Encoding, df: pd.DataFrame, task: str) -> np.ndarray:
     return theta
 
 
-class _PublicModel(EncodedLinearModel):
-    _task = "linear"
+class _PublicModel:
+    """Non-private fit on the rows in memory (row weights ignored)."""
 
     def __init__(
-        self, target: str, categorical: Sequence[str] | None = None, encoding: EncodingOptions | None = None
-    ) -> None:
-        self.target = target
-        self.categorical = categorical
-        self.encoding = encoding
+        self, target: str | None = None, categorical: Sequence[str] | None = None,
+        encoding: EncodingOptions | None = None, domain: DomainLike = None,
+    ) -> None:  # fmt: skip
+        store_params(self, locals())
 
-    def fit(self, data: Any, domain: Domain | None = None):
-        """Fit on a `Dataset` or a DataFrame of codes with its ``domain``; returns self."""
-        table = as_dataset(data, domain)
-        encoding = self._encoding(table.domain, self._task)
+    def _fit_encoded(self, source: Any, encoding: Encoding) -> None:
+        table = private_rows(type(self).__name__, source, unweighted=False)
         self._set_solution(fit_encoded(encoding, table.to_df(), self._task), encoding)
-        return self
 
 
-class PublicLinearRegression(_PublicModel):
+class PublicLinearRegression(_PublicModel, LinearRegressor):
     """Ordinary least squares on the encoded rows (minimum-norm solution if columns are collinear)."""
 
-    _task = "linear"
 
-
-class PublicLogisticRegression(_PublicModel):
+class PublicLogisticRegression(_PublicModel, LogisticClassifier):
     """Unpenalised logistic regression on the encoded rows (maximum likelihood by damped Newton)."""
-
-    _task = "logistic"

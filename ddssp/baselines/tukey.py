@@ -43,7 +43,7 @@ def partition_models(X: np.ndarray, y: np.ndarray, n_models: int, rng: RandomSou
     if n // m < d:
         raise ValueError(
             f"{n} rows in {m} subsets give {n // m} rows per subset, fewer than the {d} features: "
-            "use fewer models (or more rows)"
+            f"use fewer models (or more rows); n_samples = {n}, n_features = {d}"
         )
     order = rng.permutation(n)
     q, r = divmod(n, m)

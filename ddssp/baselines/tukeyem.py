@@ -20,12 +20,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from marginals import Domain
-from marginals.randomness import RandomSource, noise_source
+from marginals.randomness import NoiseSource
 
-from ..base import EncodedLinearModel
-from ..encoding import EncodingOptions
-from .common import check_privacy_params, encoded_rows
+from ..base import DPEstimator, LinearRegressor, store_params
+from ..encoding import Encoding, EncodingOptions
+from ..inputs import DomainLike
+from .common import encoded_rows
 from .tukey import tukey_em
 
 
@@ -33,12 +33,12 @@ class PTRFailedError(RuntimeError):
     """TukeyEM's propose-test-release check failed, so the fit released no model."""
 
 
-class TukeyEM(EncodedLinearModel):
+class TukeyEM(DPEstimator, LinearRegressor):
     """Differentially private linear regression by the approximate Tukey median of m OLS models.
 
     Args:
         epsilon, delta: the (epsilon, delta)-DP guarantee of one fit (add/remove one row).
-        target, categorical, encoding: as for `DDSSPLinearRegression` (linear targets only).
+        target, categorical, encoding, domain: as for `AdaSSP` (linear targets only).
         n_models: m, the number of disjoint subsets (even; each needs >= one row per feature).
             The paper: m = 1000 is typically near-optimal; PTR needs m roughly proportional to
             1/epsilon and growing with the number of features.
@@ -47,57 +47,39 @@ class TukeyEM(EncodedLinearModel):
         jitter: scale of the U(0, 1) perturbation of the models that avoids zero-volume regions.
         accountant: must be None (approximate DP; see the module docstring).
         random_state: None (default: noise from the OS's secure source), or for tests only an int
-            seed / `marginals.InsecureRandom`, which warns and records ``private: False``.
+            seed / `marginals.InsecureRandom`, which warns and sets ``private_ = False``.
 
     Learned: ``ptr_passed_``, ``coef_``/``intercept_`` (None if PTR failed), ``distance_`` (the
     Lemma 3.6 bound k), ``noisy_distance_``, ``threshold_``, ``depth_`` (sampled depth or None),
-    ``n_models_``, ``privacy_`` ({"epsilon", "delta", "mechanism", "neighbours", "private"}).
+    ``n_models_``, ``private_``, ``privacy_`` ({"epsilon", "delta", "mechanism", "neighbours", "private"}).
     """
 
-    def __init__(
-        self,
-        epsilon: float,
-        delta: float,
-        target: str,
-        categorical: Sequence[str] | None = None,
-        encoding: EncodingOptions | None = None,
-        n_models: int = 1000,
-        monotone: bool = True,
-        jitter: float = 1e-10,
-        accountant: Any = None,
-        random_state: int | RandomSource | None = None,
-    ) -> None:
-        self.epsilon = epsilon
-        self.delta = delta
-        self.target = target
-        self.categorical = categorical
-        self.encoding = encoding
-        self.n_models = n_models
-        self.monotone = monotone
-        self.jitter = jitter
-        self.accountant = accountant
-        self.random_state = random_state
+    _guarantee = "(epsilon, delta)-DP from propose-test-release"
 
-    def fit(self, data: Any, domain: Domain | None = None) -> "TukeyEM":
-        """Fit on the private rows (a `Dataset` or a DataFrame of codes with ``domain``); when the
-        PTR check fails the estimator holds no model (``ptr_passed_`` False)."""
-        epsilon, delta = check_privacy_params(self.epsilon, self.delta)
-        if self.accountant is not None:
-            raise ValueError(
-                "TukeyEM's guarantee is (epsilon, delta)-DP from propose-test-release, not zCDP; leave "
-                "accountant=None and compose its (epsilon, delta) (recorded in privacy_) by (epsilon, delta) composition"
-            )
+    def __init__(
+        self, epsilon: float, delta: float, target: str | None = None, categorical: Sequence[str] | None = None,
+        encoding: EncodingOptions | None = None, n_models: int = 1000, monotone: bool = True,
+        jitter: float = 1e-10, accountant: Any = None, random_state: NoiseSource = None,
+        domain: DomainLike = None,
+    ) -> None:  # fmt: skip
+        store_params(self, locals())
+
+    def _check_params(self) -> None:
+        super()._check_params()
         if not (self.jitter >= 0 and np.isfinite(self.jitter)):
             raise ValueError(f"jitter must be a finite number >= 0, got {self.jitter}")
         if isinstance(self.n_models, bool) or not isinstance(self.n_models, (int, np.integer)):
             raise TypeError(f"n_models must be an int, got {self.n_models!r}")
-        encoding, X, y = encoded_rows(self, data, domain, "linear")
-        rng = noise_source(self.random_state, "random_state")
-        result = tukey_em(X, y, int(self.n_models), epsilon, delta, rng, bool(self.monotone), float(self.jitter))
 
-        self.privacy_ = {"epsilon": epsilon, "delta": delta,
-                         "mechanism": "TukeyEM: PTR check (eps/2) + restricted exponential mechanism (eps/2)",
-                         "neighbours": "add/remove one row", "private": rng.private}  # fmt: skip
+    def _fit_encoded(self, source: Any, encoding: Encoding) -> None:
+        """Fit on the private rows in memory; when the PTR check fails the estimator holds no model
+        (``ptr_passed_`` False, ``coef_`` None)."""
+        X, y = encoded_rows("TukeyEM", source, encoding)
+        rng = self._noise()
+        result = tukey_em(X, y, int(self.n_models), float(self.epsilon), float(self.delta), rng,
+                          bool(self.monotone), float(self.jitter))  # fmt: skip
+        self._record_privacy("TukeyEM: PTR check (eps/2) + restricted exponential mechanism (eps/2)",
+                             neighbours="add/remove one row")  # fmt: skip
         self.ptr_passed_ = result.passed
         self.distance_ = result.distance
         self.noisy_distance_ = float(result.noisy_distance)
@@ -107,10 +89,7 @@ class TukeyEM(EncodedLinearModel):
         if result.passed:
             self._set_solution(result.coef, encoding)
         else:
-            self._set_solution(np.zeros(encoding.n_features), encoding)  # names and encoding only
-            self.coef_ = None
-            self.intercept_ = None
-        return self
+            self.encoding_, self.coef_, self.intercept_ = encoding, None, None
 
     def _check_fitted(self) -> None:
         super()._check_fitted()

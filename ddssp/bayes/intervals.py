@@ -137,7 +137,7 @@ class CoefficientIntervalMixin:
         self.coef_interval_ = self.conf_int()
 
     def conf_int(self, alpha: float | None = None) -> np.ndarray:
-        """(n_features_in_, 2) intervals of nominal coverage 1 - alpha (default interval_alpha) for ``coef_``."""
+        """(len(coef_), 2) intervals of nominal coverage 1 - alpha (default interval_alpha) for ``coef_``."""
         if getattr(self, "bootstrap_", None) is None:
             raise RuntimeError(f"no intervals: fit this {type(self).__name__} with interval='mechanism' on a release")
         out = self.bootstrap_.interval(self.interval_alpha if alpha is None else alpha, self.interval_kind)

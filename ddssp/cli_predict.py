@@ -1,0 +1,106 @@
+"""``dp-marginals predict``: predictions of a DD-SSP model saved by ``fit --json`` on new rows.
+
+A DD-SSP fit is deterministic post-processing of the release, so the model is not pickled: the
+coefficient file records the settings (target, model, excluded attributes, one-hot features,
+intercept) and ``predict`` refits them on the same release, checks that the coefficients agree
+with the file (a file from another release or settings is refused) and predicts ``--data``.
+Rows are raw values when the release carries a spec (coded by it), integer codes otherwise;
+columns are taken by name (any order, extra columns such as the target ignored).
+
+Output CSV, one row per input row: linear models ``prediction`` (the target on its code scale)
+and, with a spec, ``prediction_label`` (the label of the nearest level); logistic models
+``prediction`` (the class: the spec's label or the code) and ``probability`` (of the positive
+class, ``classes[1]``). Predictions are derived from the given rows, so the file is written
+``0600`` like other outputs derived from rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sklearn.base import is_classifier
+
+from marginals.dataset import read_csv_file
+from marginals.domain import read_json, write_text_atomic
+
+from .encoding import EncodingOptions
+from .estimators import DDSSPLinearRegression, DDSSPLogisticRegression
+
+#: largest difference between the file's coefficients and the refit ones (both are the same
+#: deterministic computation; only JSON's decimal round trip separates them).
+COEF_TOLERANCE = 1e-9
+
+
+def add_predict(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Register the ``predict`` subcommand on the subparsers ``sub``."""
+    p = sub.add_parser("predict", parents=[common], help="predictions of a fitted DD-SSP model on new rows",
+                       description="Refit the model that `fit --json` saved (deterministic: no privacy cost) "
+                                   "from its release and write its predictions for the rows of --data.")  # fmt: skip
+    p.add_argument("--release", required=True, metavar="NPZ", help="the release the model was fitted on")
+    p.add_argument("--coef", required=True, metavar="JSON", help="the coefficient file written by fit --json")
+    p.add_argument("--data", required=True, metavar="CSV",
+                   help="rows to predict: raw values if the release has a spec, integer codes otherwise")
+    p.add_argument("--out", required=True, metavar="CSV", help="the predictions (one row per --data row)")
+    p.set_defaults(func=cmd_predict)
+
+
+def _settings(path: str) -> dict:
+    raw = read_json(path, "coefficient file")
+    need = ("target", "model", "excluded", "features", "coef")
+    if not isinstance(raw, dict) or any(k not in raw for k in need):
+        raise ValueError(f"{path}: not a coefficient file of `fit --json` (needs the keys {list(need)})")
+    if raw["model"] not in ("linear", "logistic"):
+        raise ValueError(f"{path}: unknown model {raw['model']!r} (linear or logistic)")
+    return raw
+
+
+def refit(release: Any, settings: dict, path: str) -> Any:
+    """The model of a coefficient file, refitted on ``release``; refused when the coefficients differ."""
+    source = release.without(settings["excluded"]) if settings["excluded"] else release
+    cls = DDSSPLinearRegression if settings["model"] == "linear" else DDSSPLogisticRegression
+    options = EncodingOptions(intercept=bool(settings.get("fit_intercept", False)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # fit already reported the inferred pairs
+        model = cls(settings["target"], categorical=settings.get("categorical"), encoding=options).fit(source)
+    same_names = list(model.encoded_feature_names_) == list(settings["features"])
+    saved = np.append(np.asarray(settings["coef"], dtype=np.float64), settings.get("intercept") or 0.0)
+    refitted = np.append(model.coef_, model.intercept_)
+    if not same_names or saved.shape != refitted.shape or np.any(np.abs(saved - refitted) > COEF_TOLERANCE):
+        raise ValueError(f"{path}: its coefficients do not match a refit on this release (another release or "
+                         "other settings?); run fit --json on this release again")  # fmt: skip
+    return model
+
+
+def predictions(model: Any, rows: pd.DataFrame) -> pd.DataFrame:
+    """The output table of ``predict`` (see the module docstring)."""
+    if is_classifier(model):
+        return pd.DataFrame({"prediction": model.predict(rows), "probability": model.predict_proba(rows)[:, 1]})
+    values = model.predict(rows)
+    out = pd.DataFrame({"prediction": values})
+    if model.discretizer_ is not None:
+        labels = np.asarray(model.discretizer_.labels(model.target_), dtype=object)
+        out["prediction_label"] = labels[np.clip(np.rint(values), 0, len(labels) - 1).astype(np.intp)]
+    return out
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    from .cli import _load_release, check_outputs  # the command line imports this module
+
+    check_outputs([("--out", args.out)], [("--release", args.release), ("--coef", args.coef), ("--data", args.data)])
+    settings = _settings(args.coef)
+    model = refit(_load_release(args.release), settings, args.coef)
+    rows = read_csv_file(args.data, skipinitialspace=True)
+    try:
+        table = predictions(model, rows)
+    except ValueError as exc:
+        raise ValueError(f"{args.data}: {exc}") from None
+    write_text_atomic(args.out, table.to_csv(index=False), mode=0o600)
+    print(f"wrote {args.out} ({len(table):,} predictions of {settings['target']!r}, {settings['model']} model)")
+    return 0
+
+
+__all__ = ["add_predict", "cmd_predict", "predictions", "refit"]

@@ -14,31 +14,26 @@ the OLS fit on the private rows (DD-SSP on their exact marginals). Coverage is p
 
 Part ``posterior``: the noise-aware Bayesian GLM (`bayes_posterior_bench.py`, needs the bayes extra).
 
-Outputs in ``--out`` (default benchmarks/results/bayes): ``ddssp_coverage.csv`` (one row per
+Outputs in ``--out`` (default benchmarks/results/bayes): ``ddssp_coverage.csv.gz`` (one row per
 release, coefficient, method, kind and level), ``ddssp_coverage_table.csv``, ``ddssp_coverage.png``;
 the tables are printed.
 """
 
 from __future__ import annotations
 
-import os
+import argparse
+import itertools
+import sys
+import time
+import warnings
+from pathlib import Path
 
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ.setdefault(_var, "1")
+from .harness import single_threaded
 
-import argparse  # noqa: E402
-import itertools  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-import warnings  # noqa: E402
-from pathlib import Path  # noqa: E402
+single_threaded()  # before numpy is imported
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-
-ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
 from aim import AIM  # noqa: E402
 from ddssp import DDSSPLinearRegression  # noqa: E402
@@ -48,6 +43,8 @@ from marginals import Dataset  # noqa: E402
 from marginals.data import load_bundled  # noqa: E402
 from marginals.domain import AtomicOutputs, write_text_atomic  # noqa: E402
 from marginals.randomness import InsecureSeedWarning  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
 
 ATTRS = ["education-num", "sex", "income>50K", "relationship"]
 CATEGORICAL = ["relationship"]
@@ -170,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bayes-epsilons", type=float, nargs="+", default=[0.1, 1.0])
     parser.add_argument("--datasets", type=int, default=5, help="synthetic data sets per epsilon (posterior calibration)")
     parser.add_argument("--samples", type=int, default=200, help="NUTS draws per chain (as many warm-up)")
-    parser.add_argument("--bayes-trials", type=int, default=1)
+    parser.add_argument("--bayes-trials", type=int, default=3)
     parser.add_argument("--naive", action="store_true", help="also the plug-in posterior that ignores the noise")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "bayes")
     args = parser.parse_args(argv)
@@ -180,14 +177,13 @@ def main(argv: list[str] | None = None) -> int:
         df = run_ddssp(args)
         table = coverage_table(df)
         with AtomicOutputs() as out:
-            write_text_atomic(out.stage(args.out / "ddssp_coverage.csv"), df.to_csv(index=False, float_format="%.6g"))
+            df.to_csv(out.stage(args.out / "ddssp_coverage.csv.gz"), index=False, float_format="%.6g", compression="gzip")
             write_text_atomic(out.stage(args.out / "ddssp_coverage_table.csv"), table.to_csv(index=False, float_format="%.4f"))
             plot_coverage(table, out.stage(args.out / "ddssp_coverage.png"))
         print(f"DD-SSP interval coverage ({time.perf_counter() - start:.0f}s)")
         print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     if args.part in ("posterior", "all"):
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        from bayes_posterior_bench import run_posterior  # noqa: PLC0415 (needs the bayes extra)
+        from .bayes_posterior_bench import run_posterior  # noqa: PLC0415 (needs the bayes extra)
 
         run_posterior(args)
     return 0

@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bayes-epsilons", type=float, nargs="+", default=[0.1, 1.0])
     parser.add_argument("--datasets", type=int, default=5, help="synthetic data sets per epsilon (posterior calibration)")
     parser.add_argument("--samples", type=int, default=200, help="NUTS draws per chain (as many warm-up)")
-    parser.add_argument("--bayes-trials", type=int, default=3)
+    parser.add_argument("--bayes-trials", type=int, default=3, help="trials of the accuracy comparison (0: calibration only)")
     parser.add_argument("--naive", action="store_true", help="also the plug-in posterior that ignores the noise")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "bayes")
     args = parser.parse_args(argv)

@@ -151,6 +151,8 @@ def run_posterior(args) -> None:
         plot_calibration(table, out.stage(args.out / "posterior_calibration.png"))
     print(f"noise-aware posterior calibration ({time.perf_counter() - start:.0f}s)")
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    if args.bayes_trials < 1:  # calibration only: keep the accuracy results on disk
+        return
     start = time.perf_counter()
     acc = accuracy(args)
     write_text_atomic(args.out / "posterior_accuracy.csv", acc.to_csv(index=False, float_format="%.6g"))

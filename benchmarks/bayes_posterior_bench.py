@@ -33,6 +33,8 @@ from marginals.data import load_bundled
 from marginals.domain import AtomicOutputs, write_text_atomic
 from marginals.randomness import InsecureRandom
 
+from .harness import in_fresh_processes
+
 LEVELS = (0.5, 0.7, 0.8, 0.9, 0.95)
 THETA = np.array([-0.9, -0.5, 0.3])
 TASKS = {
@@ -53,23 +55,35 @@ def synthetic(seed: int, n: int = 1000) -> tuple[np.ndarray, np.ndarray]:
     return X, y
 
 
-def calibration(args) -> pd.DataFrame:
+def calibration_rows(job: tuple[float, int, int, bool]) -> list[dict]:
+    """One synthetic data set of the calibration: (eps, rep, draws, naive) -> a row per level and coefficient."""
+    eps, rep, samples, naive = job
+    X, y = synthetic(1000 + rep)
+    stats = gaussian_ssp(X, y, "logistic", eps, 1e-5, random_state=InsecureRandom(rep, warn=False))
     rows = []
-    for eps in args.bayes_epsilons:
-        for rep in range(args.datasets):
-            X, y = synthetic(1000 + rep)
-            stats = gaussian_ssp(X, y, "logistic", eps, 1e-5, random_state=InsecureRandom(rep, warn=False))
-            for aware in (True, False) if args.naive else (True,):
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    post = NoiseAwareGLM(num_samples=args.samples, noise_aware=aware, random_state=rep).fit(stats)
-                for level in LEVELS:
-                    ci = post.conf_int(1 - level)
-                    for j in range(3):
-                        rows.append({"epsilon": eps, "rep": rep, "noise_aware": aware, "level": level, "coef": j,
-                                     "covered": bool(ci[j, 0] <= THETA[j] <= ci[j, 1]), "width": ci[j, 1] - ci[j, 0],
-                                     "mean": post.coef_[j], "max_rhat": float(np.nanmax(post.rhat_))})  # fmt: skip
-        print(f"  calibration eps {eps:g} done", file=sys.stderr, flush=True)
+    for aware in (True, False) if naive else (True,):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            post = NoiseAwareGLM(num_samples=samples, noise_aware=aware, random_state=rep).fit(stats)
+        for level in LEVELS:
+            ci = post.conf_int(1 - level)
+            for j in range(3):
+                rows.append({"epsilon": eps, "rep": rep, "noise_aware": aware, "level": level, "coef": j,
+                             "covered": bool(ci[j, 0] <= THETA[j] <= ci[j, 1]), "width": ci[j, 1] - ci[j, 0],
+                             "mean": post.coef_[j], "max_rhat": float(np.nanmax(post.rhat_))})  # fmt: skip
+    return rows
+
+
+def calibration(args) -> pd.DataFrame:
+    """Every data set of every epsilon, each in a fresh process: JAX's compiled code for one NUTS fit
+    after another accumulates memory maps in a long-lived process (about 30 fits reached the kernel's
+    limit of 65,530 and crashed the run)."""
+    jobs = [(eps, rep, args.samples, args.naive) for eps in args.bayes_epsilons for rep in range(args.datasets)]
+    rows = []
+    for k, part in enumerate(in_fresh_processes(calibration_rows, jobs), 1):
+        rows += part
+        if k % args.datasets == 0:
+            print(f"  calibration eps {jobs[k - 1][0]:g} done", file=sys.stderr, flush=True)
     return pd.DataFrame(rows)
 
 

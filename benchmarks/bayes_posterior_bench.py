@@ -30,7 +30,10 @@ from ddssp.bayes.posterior import NoiseAwareGLM
 from ddssp.bayes.release import clip_rows, gaussian_ssp
 from marginals import Dataset
 from marginals.data import load_bundled
+from marginals.domain import AtomicOutputs, write_text_atomic
 from marginals.randomness import InsecureRandom
+
+from .harness import in_fresh_processes
 
 LEVELS = (0.5, 0.7, 0.8, 0.9, 0.95)
 THETA = np.array([-0.9, -0.5, 0.3])
@@ -52,27 +55,64 @@ def synthetic(seed: int, n: int = 1000) -> tuple[np.ndarray, np.ndarray]:
     return X, y
 
 
-def calibration(args) -> pd.DataFrame:
+def calibration_rows(job: tuple[float, int, int, bool]) -> list[dict]:
+    """One synthetic data set of the calibration: (eps, rep, draws, naive) -> a row per level and coefficient."""
+    eps, rep, samples, naive = job
+    X, y = synthetic(1000 + rep)
+    stats = gaussian_ssp(X, y, "logistic", eps, 1e-5, random_state=InsecureRandom(rep, warn=False))
     rows = []
-    for eps in args.bayes_epsilons:
-        for rep in range(args.datasets):
-            X, y = synthetic(1000 + rep)
-            stats = gaussian_ssp(X, y, "logistic", eps, 1e-5, random_state=InsecureRandom(rep, warn=False))
-            for aware in (True, False) if args.naive else (True,):
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    post = NoiseAwareGLM(num_samples=args.samples, noise_aware=aware, random_state=rep).fit(stats)
-                for level in LEVELS:
-                    ci = post.conf_int(1 - level)
-                    for j in range(3):
-                        rows.append({"epsilon": eps, "rep": rep, "noise_aware": aware, "level": level, "coef": j,
-                                     "covered": bool(ci[j, 0] <= THETA[j] <= ci[j, 1]), "width": ci[j, 1] - ci[j, 0],
-                                     "mean": post.coef_[j], "max_rhat": float(np.nanmax(post.rhat_))})  # fmt: skip
-        print(f"  calibration eps {eps:g} done", file=sys.stderr, flush=True)
+    for aware in (True, False) if naive else (True,):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            post = NoiseAwareGLM(num_samples=samples, noise_aware=aware, random_state=rep).fit(stats)
+        for level in LEVELS:
+            ci = post.conf_int(1 - level)
+            for j in range(3):
+                rows.append({"epsilon": eps, "rep": rep, "noise_aware": aware, "level": level, "coef": j,
+                             "covered": bool(ci[j, 0] <= THETA[j] <= ci[j, 1]), "width": ci[j, 1] - ci[j, 0],
+                             "mean": post.coef_[j], "max_rhat": float(np.nanmax(post.rhat_))})  # fmt: skip
+    return rows
+
+
+def calibration(args) -> pd.DataFrame:
+    """Every data set of every epsilon, each in a fresh process: JAX's compiled code for one NUTS fit
+    after another accumulates memory maps in a long-lived process (about 30 fits reached the kernel's
+    limit of 65,530 and crashed the run)."""
+    jobs = [(eps, rep, args.samples, args.naive) for eps in args.bayes_epsilons for rep in range(args.datasets)]
+    rows = []
+    for k, part in enumerate(in_fresh_processes(calibration_rows, jobs), 1):
+        rows += part
+        if k % args.datasets == 0:
+            print(f"  calibration eps {jobs[k - 1][0]:g} done", file=sys.stderr, flush=True)
     return pd.DataFrame(rows)
 
 
+def _task_fits(kind: str, train: Dataset, release, eps: float, seed: int, args) -> dict[str, np.ndarray]:
+    """Coefficients of every method on one task (features on the encoding's [-1, 1] scale)."""
+    target, feats = TASKS[kind]
+    enc = build_encoding(train.domain.project(feats + [target]), target, kind, categorical=[])
+    X, y = enc.encode(train.to_df())
+    fits = {}
+    stats = gaussian_ssp(X * SCALE, y, kind, eps, 1e-5, random_state=InsecureRandom(seed, warn=False))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            post = NoiseAwareGLM(num_samples=args.samples, random_state=seed).fit(stats)
+            fits["bayes_posterior_mean"] = post.coef_ * SCALE  # theta on x * SCALE is theta * SCALE on x
+            fits["bayes_max_rhat"] = np.array([np.nanmax(post.rhat_)])
+        except RuntimeError as exc:  # NUTS found no valid start: reported, not hidden
+            print(f"  {kind} eps {eps:g}: NUTS failed: {exc}", file=sys.stderr, flush=True)
+        sub = release.without([a for a in ATTRS if a not in feats + [target]])
+        model = DDSSPLinearRegression if kind == "linear" else DDSSPLogisticRegression
+        fits["ddssp"] = model(target, categorical=[]).fit(sub).coef_
+        baseline = AdaSSP if kind == "linear" else ObjPert
+        fits[baseline.__name__.lower()] = baseline(eps, 1e-5, target, categorical=[], random_state=seed).fit(train.project(feats + [target])).coef_
+    fits["public"] = fit_encoded(enc, train.to_df(), kind)
+    return fits
+
+
 def accuracy(args) -> pd.DataFrame:
+    """Posterior mean vs DD-SSP vs AdaSSP / ObjPert vs public: coefficients and test metric per trial."""
     full = load_bundled("adult", "train", limit=50_000)
     train = Dataset(full.to_df()[ATTRS], full.domain.project(ATTRS))
     test = load_bundled("adult", "test").to_df()
@@ -83,32 +123,15 @@ def accuracy(args) -> pd.DataFrame:
             release = AIM(eps, 1e-5, insecure_seed=seed).run(train)
             for kind, (target, feats) in TASKS.items():
                 enc = build_encoding(train.domain.project(feats + [target]), target, kind, categorical=[])
-                X, y = enc.encode(train.to_df())
                 Xt, yt = enc.encode(test)
-                metric = (lambda th: mean_squared_error(yt, Xt @ th)) if kind == "linear" else (lambda th: roc_auc((yt > 0).astype(int), Xt @ th))
-                sub = release.without([a for a in ATTRS if a not in feats + [target]])
-                fits = {}
-                t0 = time.perf_counter()
-                stats = gaussian_ssp(X * SCALE, y, kind, eps, 1e-5, random_state=InsecureRandom(seed, warn=False))
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    try:
-                        post = NoiseAwareGLM(num_samples=args.samples, random_state=seed).fit(stats)
-                        fits["bayes_posterior_mean"] = post.coef_ * SCALE
-                    except RuntimeError as exc:  # NUTS found no valid start: reported, not hidden
-                        print(f"  {kind} eps {eps:g} trial {trial}: NUTS failed: {exc}", file=sys.stderr, flush=True)
-                    t1 = time.perf_counter()
-                    dd = DDSSPLinearRegression(target, categorical=[]) if kind == "linear" else DDSSPLogisticRegression(target, categorical=[])
-                    fits["ddssp"] = dd.fit(sub).coef_
-                    base = AdaSSP(eps, 1e-5, target, categorical=[], random_state=seed) if kind == "linear" else ObjPert(eps, 1e-5, target, categorical=[], random_state=seed)
-                    fits["adassp" if kind == "linear" else "objpert"] = base.fit(train.project(feats + [target]) if hasattr(train, "project") else Dataset(train.to_df()[feats + [target]], train.domain.project(feats + [target]))).coef_
-                fits["public"] = fit_encoded(enc, train.to_df(), kind)
+                fits = _task_fits(kind, train, release, eps, seed, args)
+                rhat = float(fits.pop("bayes_max_rhat", [np.nan])[0])
                 for method, theta in fits.items():
+                    value = mean_squared_error(yt, Xt @ theta) if kind == "linear" else roc_auc((yt > 0).astype(int), Xt @ theta)
                     rows.append({"task": kind, "epsilon": eps, "trial": trial, "method": method,
-                                 "metric": "mse" if kind == "linear" else "auc", "value": metric(theta),
-                                 "coef": " ".join(f"{v:+.3f}" for v in theta),
-                                 "rhat": float(np.nanmax(post.rhat_)) if method.startswith("bayes") else np.nan,
-                                 "nuts_seconds": t1 - t0 if method.startswith("bayes") else np.nan})  # fmt: skip
+                                 "metric": "mse" if kind == "linear" else "auc", "value": value,
+                                 **{f"coef_{f}": v for f, v in zip(feats, theta)},
+                                 "max_rhat": rhat if method.startswith("bayes") else np.nan})  # fmt: skip
         print(f"  accuracy eps {eps:g} done", file=sys.stderr, flush=True)
     return pd.DataFrame(rows)
 
@@ -129,21 +152,27 @@ def plot_calibration(table: pd.DataFrame, path: Path) -> None:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, format="png")
 
 
 def run_posterior(args) -> None:
     start = time.perf_counter()
     cal = calibration(args)
-    cal.to_csv(args.out / "posterior_calibration.csv", index=False, float_format="%.6g")
     table = cal.groupby(["epsilon", "noise_aware", "level"]).agg(coverage=("covered", "mean"), median_width=("width", "median"), max_rhat=("max_rhat", "max")).reset_index()
-    table.to_csv(args.out / "posterior_calibration_table.csv", index=False, float_format="%.4f")
-    plot_calibration(table, args.out / "posterior_calibration.png")
+    with AtomicOutputs() as out:
+        write_text_atomic(out.stage(args.out / "posterior_calibration.csv"), cal.to_csv(index=False, float_format="%.6g"))
+        write_text_atomic(out.stage(args.out / "posterior_calibration_table.csv"), table.to_csv(index=False, float_format="%.4f"))
+        plot_calibration(table, out.stage(args.out / "posterior_calibration.png"))
     print(f"noise-aware posterior calibration ({time.perf_counter() - start:.0f}s)")
     print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    if args.bayes_trials < 1:  # calibration only: keep the accuracy results on disk
+        return
     start = time.perf_counter()
     acc = accuracy(args)
-    acc.to_csv(args.out / "posterior_accuracy.csv", index=False, float_format="%.6g")
+    write_text_atomic(args.out / "posterior_accuracy.csv", acc.to_csv(index=False, float_format="%.6g"))
     summary = acc.groupby(["task", "method", "epsilon"]).value.mean().unstack("epsilon")
     print(f"posterior mean vs DD-SSP vs AdaSSP/ObjPert ({time.perf_counter() - start:.0f}s; mean over {args.bayes_trials} trials)")
     print(summary.to_string(float_format=lambda v: f"{v:.4f}"))
+    coefs = acc.groupby(["task", "epsilon", "method"])[[c for c in acc.columns if c.startswith("coef_")]].mean()
+    print("mean coefficients (encoding scale)")
+    print(coefs.to_string(float_format=lambda v: f"{v:+.3f}", na_rep=""))

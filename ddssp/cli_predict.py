@@ -27,6 +27,7 @@ from sklearn.base import is_classifier
 from marginals.dataset import read_csv_file
 from marginals.domain import read_json, write_text_atomic
 
+from .cli_common import check_outputs, load_release
 from .encoding import EncodingOptions
 from .estimators import DDSSPLinearRegression, DDSSPLogisticRegression
 
@@ -88,11 +89,9 @@ def predictions(model: Any, rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
-    from .cli import _load_release, check_outputs  # the command line imports this module
-
     check_outputs([("--out", args.out)], [("--release", args.release), ("--coef", args.coef), ("--data", args.data)])
     settings = _settings(args.coef)
-    model = refit(_load_release(args.release), settings, args.coef)
+    model = refit(load_release(args.release), settings, args.coef)
     rows = read_csv_file(args.data, skipinitialspace=True)
     try:
         table = predictions(model, rows)

@@ -18,11 +18,11 @@ from aim.report_plots import EXTRA, MissingExtraError
 from marginals.dataset import Dataset
 from marginals.domain import Domain
 
+from .cli_common import check_outputs, fail, load_release, nonnegative_int
+
 
 def add_report_parser(subparsers: Any, parents: Sequence[argparse.ArgumentParser] = ()) -> argparse.ArgumentParser:
     """Register ``report`` on the ``subparsers`` of the main parser (``parents``: the shared flags)."""
-    from .cli import nonnegative_int  # the main CLI module imports this one: import it once it is loaded
-
     p = subparsers.add_parser(
         "report", parents=list(parents),
         help="HTML quality report of a release (ledger, rounds, cliques; --data adds a NON-PRIVATE diagnostic)",
@@ -48,24 +48,22 @@ def _read_codes(path: str | None, domain: Domain) -> Dataset | None:
 
 def cmd_report(args: argparse.Namespace) -> int:
     """Write the report; one line per output on stdout."""
-    from . import cli  # shared helpers of the main CLI module (which imports this one)
-
     out = Path(args.out or Path(args.release).with_suffix("").as_posix() + "-report.html")
     if args.no_png and args.png_dir:
         raise ValueError("give --png-dir or --no-png, not both")
     for flag in ("domain", "synthetic"):
         if getattr(args, flag) and not args.data:
             raise ValueError(f"--{flag} goes with --data (the private rows the diagnostic compares against)")
-    cli.check_outputs([("--out", out)], [("--release", args.release), ("--data", args.data),
+    check_outputs([("--out", out)], [("--release", args.release), ("--data", args.data),
                                          ("--domain", args.domain), ("--synthetic", args.synthetic)])
-    release = cli._load_release(args.release)
+    release = load_release(args.release)
     domain = Domain.load(args.domain) if args.domain else release.domain
     png_dir: str | bool = False if args.no_png else (args.png_dir or True)
     try:
         write_report(release, out, _read_codes(args.data, domain), synthetic=_read_codes(args.synthetic, domain),
                      png_dir=png_dir, title=args.title, worst=args.worst)
     except MissingExtraError as exc:
-        return cli._fail(f"{exc} (the '{EXTRA}' extra)", 2)
+        return fail(f"{exc} (the '{EXTRA}' extra)", 2)
     folder = "" if png_dir is False else f" and its PNGs in {args.png_dir or out.with_name(out.stem + '_files')}"
     print(f"wrote {out}{folder}")
     if args.data:

@@ -24,6 +24,8 @@ from marginals.domain import AtomicOutputs, write_text_atomic
 from marginals.spec_infer import SpecInferenceWarning
 from marginals.spec_public import DEFAULT_BINS, draft_spec, read_schema, spec_gaps
 
+from .cli_common import check_outputs
+
 
 def share(text: str) -> float:
     """argparse type: a fraction strictly between 0 and 1 (the spec's share of the budget)."""
@@ -57,8 +59,6 @@ def add_spec_parser(sub: argparse._SubParsersAction, parents: list) -> None:
 
 
 def cmd_spec(args: argparse.Namespace) -> int:
-    from .cli import check_outputs
-
     check_outputs([("--out", args.out)], [("--schema", args.schema)])
     draft = draft_spec(args.schema, bins=args.bins)
     text = json.dumps(draft, indent=2) + "\n"

@@ -45,12 +45,12 @@ class DDSSPLinearRegression(CoefficientIntervalMixin, LinearRegressor):
         encoding: `EncodingOptions` (reference level, numeric scaling, intercept).
         ridge: added to the diagonal of X^T X; the default 1e-12 is absolute, like the paper's
             code, and only guards exact singularity (see `ddssp.solvers`).
-        interval: None, or coefficient intervals on a release by a parametric bootstrap of the
-            measurement noise (`ddssp.bayes.intervals`): "measurements" (fast: noise of the measured
-            blocks through the encoding) or "refit" (through the model fit; slow). They cover the
-            measurement noise, not the model's bias on pairs it only inferred.
+        interval: None, or coefficient intervals on an AIM release by a parametric bootstrap
+            (`ddssp.bayes.intervals`): "mechanism" (AIM rerun on rows drawn from the released model;
+            n_boot AIM runs) or "measurements" (fast: raw measurement noise on the measured blocks;
+            conservative in sparse tables). They do not cover the model's bias on pairs AIM never measured.
         n_boot, interval_alpha, interval_kind: bootstrap replicates, nominal level 1 - interval_alpha,
-            "basic" or "percentile".
+            "bias_aware", "basic" or "percentile".
         random_state: seed of the bootstrap (post-processing of the public release, so a seed is safe).
         domain: the public domain of tabular input: a `Domain`, a `Discretizer` or an int number of levels.
 
@@ -63,7 +63,7 @@ class DDSSPLinearRegression(CoefficientIntervalMixin, LinearRegressor):
     def __init__(
         self, target: str | None = None, categorical: Sequence[str] | None = None,
         encoding: EncodingOptions | None = None, ridge: float = DEFAULT_RIDGE, interval: str | None = None,
-        n_boot: int = 200, interval_alpha: float = 0.1, interval_kind: str = "basic",
+        n_boot: int = 50, interval_alpha: float = 0.1, interval_kind: str = "bias_aware",
         random_state: SamplingSeed = None, domain: DomainLike = None,
     ) -> None:  # fmt: skip
         store_params(self, locals())
@@ -101,7 +101,7 @@ class DDSSPLogisticRegression(CoefficientIntervalMixin, LogisticClassifier):
         self, target: str | None = None, categorical: Sequence[str] | None = None,
         encoding: EncodingOptions | None = None, degree: int = 2, radius: float = 6.0,
         method: str = "interpolation", alpha: float = 0.0, ridge: float = DEFAULT_RIDGE,
-        interval: str | None = None, n_boot: int = 200, interval_alpha: float = 0.1, interval_kind: str = "basic",
+        interval: str | None = None, n_boot: int = 50, interval_alpha: float = 0.1, interval_kind: str = "bias_aware",
         random_state: SamplingSeed = None, domain: DomainLike = None,
     ) -> None:  # fmt: skip
         store_params(self, locals())

@@ -1,14 +1,16 @@
-"""DD-SSP coefficient intervals from a release: shapes, noise propagation, and calibration (slow)."""
+"""DD-SSP coefficient intervals from a release: interval math, the two bootstraps, calibration (slow)."""
 
 import itertools
 import warnings
 
 import numpy as np
 import pytest
+from scipy import optimize, stats
 
-from aim import Release
+from aim import AIM, Release
 from ddssp import DDSSPLinearRegression, DDSSPLogisticRegression
-from ddssp.bayes.intervals import NoisyModelSource, bootstrap_coefficients, bootstrap_interval, measured_pair_estimand
+from ddssp.bayes.intervals import bias_aware_critical_value, bootstrap_coefficients, bootstrap_interval
+from ddssp.bayes.resampling import NoisyModelSource, rerun_config
 from marginals import Accountant, Dataset
 from marginals.data import demo_dataset
 from marginals.mechanisms import measure_counts
@@ -16,10 +18,11 @@ from marginals.randomness import InsecureRandom
 from pgm.estimation import estimate
 
 ATTRS = ("age", "education", "hours", "married", "income")
+SMALL = ("education", "married", "income")  # 24 cells: AIM measures every pair
 
 
 def all_pairs_release(data: Dataset, sigma: float, seed: int) -> Release:
-    """A release measuring every 1- and 2-way marginal with Gaussian noise (no model bias)."""
+    """A release measuring every 1- and 2-way marginal with Gaussian noise (no model bias, no AIM config)."""
     rng = InsecureRandom(seed, warn=False)
     acct = Accountant(1e6)
     cliques = [(a,) for a in ATTRS] + list(itertools.combinations(ATTRS, 2))
@@ -28,47 +31,96 @@ def all_pairs_release(data: Dataset, sigma: float, seed: int) -> Release:
     return Release(data.domain, ms, model, acct, private=False)
 
 
+def subset(n: int, attrs) -> Dataset:
+    full = demo_dataset(n, seed=1)
+    return Dataset(full.to_df()[list(attrs)], full.domain.project(attrs))
+
+
+def aim_release(data: Dataset, eps: float, seed: int) -> Release:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return AIM(eps, 1e-5, insecure_seed=seed, exact_noise=False).run(data)
+
+
 @pytest.fixture(scope="module")
 def data():
-    full = demo_dataset(20_000, seed=1)
-    return Dataset(full.to_df()[list(ATTRS)], full.domain.project(ATTRS))
+    return subset(20_000, ATTRS)
+
+
+def test_bias_aware_critical_value_is_the_folded_normal_quantile():
+    for t in (0.0, 0.3, 1.0, 2.5):
+        for alpha in (0.05, 0.1, 0.5):
+            # the definition P(|N(t, 1)| <= c) = 1 - alpha, solved independently
+            c = optimize.brentq(lambda c: stats.norm.cdf(c - t) - stats.norm.cdf(-c - t) - (1 - alpha), 0, 20)
+            assert bias_aware_critical_value(t, alpha) == pytest.approx(c, abs=1e-8)
+    assert bias_aware_critical_value(0.0, 0.1) == pytest.approx(1.6448536, abs=1e-6)  # z_0.95
+    assert bias_aware_critical_value(8.0, 0.1) - 8.0 == pytest.approx(1.2815516, abs=1e-4)  # one tail: z_0.9
+    draws = np.abs(np.random.default_rng(0).normal(1.2, 1.0, size=200_000))
+    assert np.mean(draws <= bias_aware_critical_value(1.2, 0.1)) == pytest.approx(0.9, abs=0.003)
+    with pytest.raises(ValueError):
+        bias_aware_critical_value(1.0, 1.5)
 
 
 def test_bootstrap_interval_math():
     est = np.array([1.0, -2.0])
-    reps = np.column_stack([np.linspace(0.0, 4.0, 101), np.linspace(-3.0, -2.0, 101)])
-    basic = bootstrap_interval(est, reps, 0.1, "basic")
-    pct = bootstrap_interval(est, reps, 0.1, "percentile")
-    np.testing.assert_allclose(pct[0], [0.2, 3.8])
-    np.testing.assert_allclose(basic[0], [2 * 1.0 - 3.8, 2 * 1.0 - 0.2])
+    errors = np.column_stack([np.linspace(-1.0, 3.0, 101), np.linspace(-1.0, 0.0, 101)])
+    basic = bootstrap_interval(est, errors, 0.1, "basic")
+    pct = bootstrap_interval(est, errors, 0.1, "percentile")
+    np.testing.assert_allclose(pct[0], [1.0 - 0.8, 1.0 + 2.8])  # error quantiles -0.8 and 2.8
+    np.testing.assert_allclose(basic[0], [1.0 - 2.8, 1.0 + 0.8])
+    centred = np.array([[-1.0, 0.0], [1.0, 0.0]])  # coefficient 1: mean 0, sd sqrt(2); coefficient 2: no spread
+    ba = bootstrap_interval(np.zeros(2), centred, 0.1)
+    np.testing.assert_allclose(ba[0], [-1.6448536 * np.sqrt(2), 1.6448536 * np.sqrt(2)], rtol=1e-6)
+    np.testing.assert_allclose(ba[1], [0.0, 0.0])
+    shifted = bootstrap_interval(np.zeros(1), np.array([[0.5], [0.5], [0.5]]), 0.1)  # a pure bias of 0.5
+    np.testing.assert_allclose(shifted[0], [-0.5, 0.5])
     with pytest.raises(ValueError):
-        bootstrap_interval(est, reps, 1.2)
+        bootstrap_interval(est, errors, 1.2)
     with pytest.raises(ValueError):
-        bootstrap_interval(est, reps, 0.1, "bca")
+        bootstrap_interval(est, errors, 0.1, "bca")
 
 
-def test_estimator_intervals_on_a_release(data):
-    release = all_pairs_release(data, 30.0, 0)
-    model = DDSSPLinearRegression("education", categorical=["married"], interval="measurements", n_boot=100, random_state=0)
+def test_rerun_config_is_the_release_configuration_with_float_noise():
+    small = subset(5_000, SMALL)
+    release = aim_release(small, 1.0, 0)
+    config = rerun_config(release, 7)
+    assert config.to_dict() == {**release.config, "exact_noise": False} and config.insecure_seed == 7
+    with pytest.raises(ValueError, match="AIM release"):
+        rerun_config(all_pairs_release(subset(2_000, ATTRS), 30.0, 0), 7)
+
+
+def test_estimator_intervals_on_an_aim_release():
+    small = subset(5_000, SMALL)
+    release = aim_release(small, 1.0, 1)
+    model = DDSSPLinearRegression("education", categorical=["married"], interval="mechanism", n_boot=6, random_state=0)
     model.fit(release)
     ci = model.coef_interval_
-    assert ci.shape == (len(model.coef_), 2)
-    assert np.all(ci[:, 0] <= model.coef_) and np.all(model.coef_ <= ci[:, 1])
+    assert ci.shape == (len(model.coef_), 2) and model.bootstrap_.errors.shape == (6, len(model.coef_))
     wide, narrow = model.conf_int(0.05), model.conf_int(0.5)
     assert np.all(wide[:, 1] - wide[:, 0] >= narrow[:, 1] - narrow[:, 0])
     plain = DDSSPLinearRegression("education", categorical=["married"]).fit(release)
     np.testing.assert_allclose(plain.coef_, model.coef_)  # intervals do not change the point estimate
+    again = DDSSPLinearRegression("education", categorical=["married"], interval="mechanism", n_boot=6, random_state=0)
+    np.testing.assert_array_equal(again.fit(release).coef_interval_, ci)  # the seed makes them reproducible
     with pytest.raises(RuntimeError):
         plain.conf_int()
     with pytest.raises(TypeError):
-        DDSSPLinearRegression("education", interval="measurements").fit(data)  # exact marginals: no noise model
+        DDSSPLinearRegression("education", interval="mechanism").fit(small)  # exact marginals: nothing to bootstrap
     with pytest.raises(ValueError):
         DDSSPLinearRegression("education", interval="jackknife").fit(release)
-    clf = DDSSPLogisticRegression("income", categorical=["married"], interval="refit", n_boot=4, random_state=0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        clf.fit(release)
-    assert clf.conf_int().shape == (len(clf.coef_), 2) and np.all(np.isfinite(clf.conf_int()))
+    with pytest.raises(ValueError):
+        DDSSPLinearRegression("education", interval="mechanism", interval_kind="bca").fit(release)
+    clf = DDSSPLogisticRegression("income", categorical=[], interval="mechanism", n_boot=3, random_state=0)
+    clf.fit(release.without(["married"]))  # a release view: the estimator sees two attributes
+    assert clf.conf_int().shape == (1, 2) and np.all(np.isfinite(clf.conf_int()))
+
+
+def test_measurements_method_on_a_release_without_aim_config(data):
+    release = all_pairs_release(data, 30.0, 0)
+    with pytest.raises(ValueError, match="mechanism"):
+        DDSSPLinearRegression("education", categorical=["married"], interval="mechanism", n_boot=3).fit(release)
+    model = DDSSPLinearRegression("education", categorical=["married"], interval="measurements", n_boot=20, random_state=0)
+    assert np.all(np.isfinite(model.fit(release).coef_interval_))
 
 
 def test_noise_on_a_measured_pair_has_the_measurement_variance(data):
@@ -83,22 +135,20 @@ def test_noise_on_a_measured_pair_has_the_measurement_variance(data):
     assert one_way.var() == pytest.approx(expected_var, rel=0.1)
 
 
-def test_measured_pair_estimand_is_the_ols_when_everything_is_measured(data):
-    release = all_pairs_release(data, 30.0, 2)
-    est = DDSSPLinearRegression("education", categorical=["married"])
-    ols = est.fit(data).coef_
-    np.testing.assert_allclose(measured_pair_estimand(est, release, data), ols, atol=1e-12)
-
-
 @pytest.mark.slow
-def test_interval_coverage_when_every_pair_is_measured(data):
+def test_mechanism_intervals_cover_the_ols_of_the_private_rows():
+    small = subset(4_000, SMALL)
     est = DDSSPLinearRegression("education", categorical=["married"])
-    ols = est.fit(data).coef_
-    covered = []
-    for seed in range(30):
-        release = all_pairs_release(data, 40.0, 100 + seed)
-        boot = bootstrap_coefficients(est, release, n_boot=100, random_state=seed)
-        ci = boot.interval(0.1)
-        covered.append((ci[:, 0] <= ols) & (ols <= ci[:, 1]))
-    coverage = np.mean(covered)
-    assert 0.8 <= coverage <= 0.99, coverage
+    ols = est.fit(small).coef_
+    covered = {0.5: [], 0.9: []}
+    for seed in range(12):
+        boot = bootstrap_coefficients(est, aim_release(small, 0.5, 100 + seed), n_boot=20, random_state=seed)
+        for level in covered:
+            ci = boot.interval(1 - level)
+            covered[level] += list((ci[:, 0] <= ols) & (ols <= ci[:, 1]))
+    n = len(covered[0.9])  # 24 intervals per level
+    # calibrated: Binomial(24, 0.9) >= 17 and Binomial(24, 0.5) in [5, 19] each with probability > 99.9%;
+    # intervals half as wide cover about 60% at nominal 90% here (the first check fails)
+    assert sum(covered[0.9]) >= 17, np.mean(covered[0.9])
+    assert 5 <= sum(covered[0.5]) <= 19, np.mean(covered[0.5])
+    assert n == 24

@@ -104,3 +104,50 @@ def test_linear_posterior_credible_intervals_are_calibrated(numpyro):
         covered += list((ci[:, 0] <= theta) & (theta <= ci[:, 1]))
     # 12 intervals at nominal 90%: fewer than 7 covered has probability < 0.1% if calibrated
     assert sum(covered) >= 7, np.mean(covered)
+
+
+def test_nuts_starts_from_init_params_when_the_prior_median_has_no_density(numpyro):
+    # numpyro checks its init strategy's point even when init_params are given: a prior median of zero
+    # density used to stop the logistic posterior on adult at eps 1 ("Cannot find valid initial parameters")
+    import jax.numpy as jnp
+    import numpyro.distributions as dist
+
+    from ddssp.bayes.posterior import require_numpyro, run_nuts
+
+    require_numpyro()  # 64-bit floats before any array is made
+
+    def model():
+        x = numpyro.sample("x", dist.Normal(0.0, 1.0))
+        numpyro.factor("hole", jnp.where(jnp.abs(x) < 3.0, -jnp.inf, 0.0))  # holds every median of prior draws
+
+    samples, _ = run_nuts(
+        model, {}, num_samples=30, num_chains=2, init_params={"x": jnp.array([3.5, -4.0])}, init_values={"x": jnp.asarray(3.5)}
+    )
+    assert samples["x"].shape == (2, 30) and np.all(np.abs(samples["x"]) >= 3.0)
+
+
+def test_safe_start_has_a_finite_density_where_the_prior_median_does_not(numpyro):
+    # adult-like logistic statistics: features not centred, many rows, little noise (eps 1)
+    import functools
+
+    import jax.numpy as jnp
+    from numpyro.infer.util import potential_energy, unconstrain_fn
+    from scipy import stats as sps
+
+    from ddssp.bayes.posterior import glm_model, safe_start
+
+    rng = np.random.default_rng(3)
+    X = clip_rows(0.25 + 0.2 * rng.normal(size=(5000, 4)), 1.0)
+    y = np.where(rng.random(5000) < 1 / (1 + np.exp(-X @ np.array([2.0, 1.5, 0.5, 1.0]))), 1.0, -1.0)
+    stats = gaussian_ssp(X, y, "logistic", 1.0, 1e-5, random_state=InsecureRandom(3, warn=False))
+    model = functools.partial(glm_model, d=4, family="logistic", theta_cap=9.0, scale_sd=2.5, lkj_eta=2.0, noise_sd=1.0)
+    data = {"z": jnp.asarray(stats.z), "noise_cov": jnp.asarray(stats.noise_cov), "n": jnp.asarray(float(stats.n))}
+
+    def energy(values):
+        u = unconstrain_fn(model, (), data, {k: jnp.asarray(v) for k, v in values.items()})
+        return float(potential_energy(model, (), data, u))
+
+    safe = safe_start(4, "logistic", 2.5, 1.0)
+    median = dict(safe, p=np.ones(4), rho=np.asarray(sps.chi2(4).median()))  # ||theta|| = 1.83: Taylor covariance indefinite
+    assert not np.isfinite(energy(median))
+    assert np.isfinite(energy(safe))

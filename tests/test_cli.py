@@ -303,12 +303,12 @@ def test_usage_errors_are_one_line(capsys, release_file):
 
 
 def test_internal_error_exits_1_and_debug_shows_traceback(release_file, capsys, monkeypatch):
-    import ddssp.cli as cli
+    import ddssp.cli_fit as cli_fit
 
     def broken(release):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(cli, "release_report", broken)
+    monkeypatch.setattr(cli_fit, "release_report", broken)
     line = _one_line_error(capsys, 1, ["inspect", str(release_file)])
     assert "internal error: RuntimeError: boom" in line and "--debug" in line
     with pytest.raises(RuntimeError, match="boom"):

@@ -228,7 +228,7 @@ def test_discretize_out_dir_naming_a_file(raw, capsys):
 
 
 def test_internal_key_error_exits_1_unknown_attribute_exits_2(coded, capsys, tmp_path, monkeypatch):
-    import ddssp.cli as cli
+    import ddssp.cli_fit as cli_fit
 
     folder, _ = coded
     assert main(_synth(tmp_path, str(folder / "mine.csv"), str(folder / "domain.json"))) == 0
@@ -237,14 +237,14 @@ def test_internal_key_error_exits_1_unknown_attribute_exits_2(coded, capsys, tmp
     def internal(rel):
         return {}["missing key"]  # a programming error, not bad input
 
-    monkeypatch.setattr(cli, "release_report", internal)
+    monkeypatch.setattr(cli_fit, "release_report", internal)
     assert main(["inspect", release]) == 1
     assert "internal error: KeyError" in capsys.readouterr().err
 
     def unknown(rel):
         return rel.domain["no-such-attribute"]
 
-    monkeypatch.setattr(cli, "release_report", unknown)
+    monkeypatch.setattr(cli_fit, "release_report", unknown)
     assert main(["inspect", release]) == 2
     err = capsys.readouterr().err
     assert err.strip() == f"dp-marginals: error: unknown attribute 'no-such-attribute'; the domain has {list(Domain.load(folder / 'domain.json').attrs)}"

@@ -6,5 +6,6 @@
 - `release`: the Gaussian SSP release (central) and the local-noise sum (LDP), charged to an Accountant.
 - `posterior`: the noise-aware NUTS posterior (imports jax/numpyro lazily).
 - `ldp`: OUE histograms and the clipped-Gaussian-with-Laplace likelihood.
-- `intervals`: bootstrap intervals for DD-SSP coefficients from an AIM release.
+- `resampling`, `intervals`: bootstrap errors of DD-SSP coefficients on an AIM release (AIM rerun on
+  rows drawn from the released model, or raw measurement noise) and the intervals made from them.
 """

@@ -34,6 +34,10 @@ from .release import FAMILIES, NoisyStatistics
 
 #: added to the diagonal of the likelihood covariance (relative to its mean diagonal).
 JITTER = 1e-9
+#: median of a standard half-normal (tau's and noise_sd's prior medians are this times their scale).
+HALFNORMAL_MEDIAN = 0.6744897501960817
+#: rho (= ||theta||^2) of the safe start: theta ~ 1e-3, where the Taylor covariance is positive definite.
+SAFE_START_RHO = 1e-6
 
 
 class ConvergenceWarning(UserWarning):
@@ -68,16 +72,20 @@ def run_nuts(
     chain_method: str = "vectorized",
     cache_key: Any = None,
     init_params: dict | None = None,
+    init_values: dict | None = None,
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """NUTS samples grouped by chain ({site: (chains, draws, ...)}) and the split R-hat of every site.
 
     ``data`` holds the model's array arguments only (they are traced, so a sampler compiled once
     per ``cache_key`` and array shapes is reused by later calls: no recompilation per data set).
-    ``init_params``: unconstrained starting values with a leading chain axis (None: prior medians).
+    ``init_params``: unconstrained starting values with a leading chain axis (None: the init strategy).
+    ``init_values``: constrained values of numpyro's init strategy (None: prior medians). numpyro
+    evaluates the strategy's point even when ``init_params`` is given and refuses to start when the
+    density there is not finite, so it must be valid for every data set of this ``cache_key``.
     """
     jax, numpyro, _ = require_numpyro()
     from numpyro.diagnostics import split_gelman_rubin
-    from numpyro.infer import MCMC, NUTS, init_to_median
+    from numpyro.infer import MCMC, NUTS, init_to_median, init_to_value
 
     warmup = num_samples if num_warmup is None else num_warmup
     shapes = tuple((k, tuple(np.shape(v))) for k, v in sorted(data.items()))
@@ -85,7 +93,12 @@ def run_nuts(
     mcmc = _SAMPLERS.get(key) if key is not None else None
     if mcmc is None:
         mcmc = MCMC(
-            NUTS(model, init_strategy=init_to_median(), target_accept_prob=0.85, dense_mass=True),
+            NUTS(
+                model,
+                init_strategy=init_to_median() if init_values is None else init_to_value(values=init_values),
+                target_accept_prob=0.85,
+                dense_mass=True,
+            ),
             num_warmup=warmup,
             num_samples=num_samples,
             num_chains=num_chains,
@@ -128,6 +141,25 @@ def glm_model(z: Any, noise_cov: Any, n: Any, d: int, family: str, theta_cap: fl
     # a non-positive-definite covariance (Taylor moments far outside their range) gives NaN: NUTS rejects it
     scale_tril = jnp.linalg.cholesky(cov)
     numpyro.sample("z", dist.MultivariateNormal(n * mu, scale_tril=scale_tril, validate_args=False), obs=z)
+
+
+def safe_start(d: int, family: str, scale_sd: float, noise_sd: float) -> dict[str, np.ndarray]:
+    """A data-independent point of finite density for `glm_model`: prior-median scales, Omega = I, theta ~ 0.
+
+    At theta = 0 the logistic moments are exact (E[y x] = 0, Cov = blockdiag(Sigma, Cov(t2(x)))), so the
+    likelihood covariance is positive definite for every Sigma; the prior medians are not safe (their
+    ||theta|| ~ sqrt(median chi2(d)) can lie where the cubic Taylor covariance is indefinite).
+    """
+    values = {
+        "tau": np.full(d, HALFNORMAL_MEDIAN * scale_sd),
+        "p": np.ones(d),
+        "rho": np.asarray(SAFE_START_RHO),
+    }
+    if d > 1:
+        values["L_omega"] = np.eye(d)
+    if family == "linear":
+        values["noise_sd"] = np.asarray(HALFNORMAL_MEDIAN * noise_sd)
+    return values
 
 
 class NoiseAwareGLM:
@@ -197,6 +229,7 @@ class NoiseAwareGLM:
         self.samples_, rhat = run_nuts(
             model, data, self.num_samples, self.num_warmup, self.num_chains, self.random_state, self.chain_method,
             cache_key=("glm", tuple(sorted(static.items()))), init_params=self._init_params(model, data, stats),
+            init_values={k: jnp.asarray(v) for k, v in safe_start(stats.d, stats.family, self.scale_sd, self.noise_sd).items()},
         )
         theta = self.samples_["theta"]
         self.coef_samples_ = theta.reshape(-1, stats.d)
@@ -216,7 +249,7 @@ class NoiseAwareGLM:
 
     def _init_params(self, model: Callable[..., None], data: dict, stats: NoisyStatistics) -> dict:
         """Chains start near Sigma_hat = X^T X / N read off the noisy statistics (PSD-projected) and a
-        small theta, each with its own jitter: prior medians can make the Taylor covariance indefinite."""
+        small theta, each with its own jitter (None when no such start has a finite density)."""
         import jax
         import jax.numpy as jnp
         from numpyro.infer.util import potential_energy, unconstrain_fn
@@ -248,7 +281,7 @@ class NoiseAwareGLM:
             if np.isfinite(float(energy)) and all(np.all(np.isfinite(np.asarray(g))) for g in jax.tree_util.tree_leaves(grad)):
                 chains.append(start)
         if len(chains) < self.num_chains:
-            return None  # fall back to the prior medians
+            return None  # every chain then starts at the safe start (`safe_start`)
         return {k: jnp.stack([c[k] for c in chains]) for k in chains[0]}
 
     def conf_int(self, alpha: float = 0.1) -> np.ndarray:

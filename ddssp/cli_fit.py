@@ -1,0 +1,160 @@
+"""``dp-marginals fit`` (DD-SSP regression from a release alone) and ``inspect`` (what a release
+holds and what it cost)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import warnings
+from typing import Any, Sequence
+
+import numpy as np
+
+from aim import Release
+from marginals.domain import write_text_atomic
+
+from .cli_common import check_outputs, load_release, note, split_names, subcommand
+from .encoding import CATEGORICAL_PRESETS, EncodingOptions, categorical_preset
+from .estimators import DDSSPLinearRegression, DDSSPLogisticRegression
+
+
+def _fit_result(model: Any, args: argparse.Namespace, release: Release, exclude: list[str]) -> dict:
+    result = {
+        "release": str(args.release),
+        "target": args.target,
+        "model": args.model,
+        "excluded": exclude,
+        "release_epsilon": release.epsilon,
+        "release_delta": release.delta,
+        "categorical": None if model.categorical is None else list(model.categorical),
+        "fit_intercept": bool(model.encoding_.intercept),
+        "features": list(model.encoded_feature_names_),  # level labels when the release has a spec
+        "coef": [float(c) for c in model.coef_],
+        "intercept": float(model.intercept_) if model.encoding_.intercept else None,
+    }
+    if args.model == "logistic":
+        result["classes"] = [c if isinstance(c, str) else int(c) for c in model.classes_]
+        result["chebyshev_monomial_coefficients"] = [float(b) for b in model.monomial_coef_]
+    return result
+
+
+def _g(value: float | None) -> str:
+    return "unknown" if value is None else f"{value:g}"  # a release built by hand may lack (eps, delta)
+
+
+def cmd_fit(args: argparse.Namespace) -> int:
+    check_outputs([("--json", args.json)], [("--release", args.release)])
+    release = load_release(args.release)
+    exclude = split_names(args.exclude)
+    if args.target in exclude:
+        raise ValueError(f"the target {args.target!r} cannot be excluded")
+    source = release.without(exclude) if exclude else release
+    if args.target not in source.domain:
+        raise ValueError(f"target {args.target!r} is not in the release's domain; attributes are {list(source.domain.attrs)}")
+    if args.preset and args.categorical:
+        raise ValueError("give --categorical or --preset, not both")
+    categorical: Sequence[str] | None = None
+    if args.preset:
+        categorical = [a for a in categorical_preset(args.preset) if a in source.domain and a != args.target]
+    elif args.categorical:
+        categorical = split_names(args.categorical)
+    cls = DDSSPLinearRegression if args.model == "linear" else DDSSPLogisticRegression
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = cls(target=args.target, categorical=categorical, encoding=EncodingOptions(intercept=args.intercept)).fit(source)
+    for w in caught:
+        note(args, f"warning: {' '.join(str(w.message).split())}")
+    result = _fit_result(model, args, release, exclude)
+    print(
+        f"DD-SSP {args.model} regression of {args.target!r} from {args.release} (release: eps={_g(release.epsilon)}, "
+        f"delta={_g(release.delta)}; fitting spends no further privacy)"
+    )
+    width = max(len(n) for n in result["features"] + ["intercept"])
+    for feature, coef in zip(result["features"], result["coef"]):
+        print(f"  {feature:<{width}}  {coef: .6f}")
+    if result["fit_intercept"]:
+        print(f"  {'intercept':<{width}}  {result['intercept']: .6f}")
+    else:
+        print("  (no intercept column: the paper's encoding has none; --intercept fits one)")
+    if args.model == "logistic":
+        print(f"  positive class: {args.target} = {result['classes'][1]}")
+    if args.json:
+        write_text_atomic(args.json, json.dumps(result, indent=1) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+# --- inspect -----------------------------------------------------------------------------------------
+
+
+def release_report(release: Release) -> dict:
+    """What a release holds and what it cost, as a JSON-able dict (used by ``inspect``)."""
+    ledger = release.ledger
+    return {
+        "domain": release.domain.to_dict(),
+        "privacy": {
+            "rho_budget": ledger.rho,
+            "rho_spent": ledger.spent,
+            "epsilon": release.epsilon,
+            "delta": release.delta,
+            "charges": len(ledger.charges),
+        },
+        "measurements": [{"clique": list(m.clique), "sigma": float(m.sigma), "cells": int(np.size(m.noisy_counts))}
+                         for m in release.measurements],
+        "model": {"cliques": [list(c) for c in release.model.cliques], "size_mb": release.model.size_mb,
+                  "total": release.model.total},
+        "rounds": len(release.rounds),
+        "annealed": sum(bool(r.get("annealed")) for r in release.rounds),
+        "private": release.private,
+        "config": {k: v for k, v in release.config.items() if k != "workload"},
+        "workload_cliques": len(release.config.get("workload", [])),
+    }
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    release = load_release(args.release)
+    report = release_report(release)
+    if args.json:
+        print(json.dumps(report, indent=1))
+        return 0
+    status = "private" if release.private else "NOT PRIVATE (seeded noise source: tests/benchmarks only)"
+    print(f"release {args.release}: {len(release.domain)} attributes, {status}")
+    print("\n".join([release.ledger.summary(), *release.threshold_lines()]))
+    print(f"{report['rounds']} selection rounds ({report['annealed']} annealed); "
+          f"workload of {report['workload_cliques']} cliques")
+    print(f"model: {len(release.model.cliques)} cliques, {release.model.size_mb:.2f} MB, "
+          f"estimated rows {release.model.total:,.0f}")
+    print(f"{len(release.measurements)} measurements (clique, sigma, cells):")
+    for m in report["measurements"]:
+        print(f"  {','.join(m['clique']):<40} sigma={m['sigma']:10.3f}  {m['cells']:>7} cells")
+    return 0
+
+
+
+
+def add_fit(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = subcommand(sub, common, "fit", "DD-SSP regression from a release alone",
+                    "Fit a DD-SSP regression from the marginals of a release (no private rows, "
+                    "no further privacy cost) and print its coefficients.")
+    p.add_argument("--release", required=True, metavar="NPZ", help="a release file written by synth")
+    p.add_argument("--target", required=True, metavar="ATTR", help="the attribute to predict (a column of the release)")
+    p.add_argument("--model", choices=["linear", "logistic"], default="linear",
+                   help="linear (least squares) or logistic (Chebyshev approximation; a 2-level target) "
+                        "(default linear)")
+    p.add_argument("--exclude", metavar="ATTRS", help="comma-separated attributes to leave out of the features")
+    p.add_argument("--categorical", metavar="ATTRS",
+                   help="comma-separated one-hot features (others numeric; default: all one-hot)")
+    p.add_argument("--preset", choices=sorted(CATEGORICAL_PRESETS),
+                   help="the DD-SSP paper's one-hot features for that data set (instead of --categorical)")
+    p.add_argument("--json", metavar="FILE", help="also write the coefficients to this JSON file")
+    p.add_argument("--intercept", action="store_true", help="add an intercept column (the paper's encoding has none)")
+    p.set_defaults(func=cmd_fit)
+
+
+def add_inspect(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = subcommand(sub, common, "inspect", "ledger, measurements, model and rounds of a release",
+                    "Print what a release holds and what it cost: the privacy ledger, measurements, "
+                    "model cliques and selection rounds.")
+    p.add_argument("release", metavar="NPZ", help="a release file written by synth")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    p.set_defaults(func=cmd_inspect)

@@ -25,6 +25,16 @@ from .plans import sum_out
 BLAS_CELLS = 1 << 18
 
 
+def pair(a: np.ndarray, a_labels: Sequence, b: np.ndarray, b_labels: Sequence, out: Sequence) -> np.ndarray:
+    """``np.einsum(a, a_labels, b, b_labels, out)`` for any hashable labels: by `contract` when the
+    joint label space has more than `BLAS_CELLS` cells, by one plain einsum call otherwise."""
+    sizes = dict(zip(a_labels, a.shape)) | dict(zip(b_labels, b.shape))
+    if math.prod(sizes.values()) > BLAS_CELLS:
+        return contract(a, a_labels, b, b_labels, out)
+    index = {x: k for k, x in enumerate(sizes)}
+    return np.einsum(a, [index[x] for x in a_labels], b, [index[x] for x in b_labels], [index[x] for x in out])
+
+
 def contract(a: np.ndarray, a_labels: Sequence, b: np.ndarray, b_labels: Sequence, out: Sequence) -> np.ndarray:
     """``np.einsum(a, a_labels, b, b_labels, out)`` by one batched matmul (labels: any hashables, none repeated within a table)."""
     a, a_labels = _drop_private(a, list(a_labels), set(b_labels) | set(out))

@@ -17,7 +17,6 @@ components take the per-query path (per component, then an outer product).
 
 from __future__ import annotations
 
-import math
 from typing import Sequence
 
 import numpy as np
@@ -266,7 +265,6 @@ def _einsum(operands: list, output: list[int]) -> np.ndarray:
     if len(mapping) > 52:
         raise ValueError("a marginal query touches more than 52 attributes in one contraction")
     out = [mapping[lab] for lab in output]
-    sizes = {lab: n for table, sub in zip(tables, subs) for lab, n in zip(sub, table.shape)}
     acc, acc_sub = tables[0], subs[0]
     for k in range(1, len(tables)):
         needed = set(out).union(*subs[k:])
@@ -275,10 +273,7 @@ def _einsum(operands: list, output: list[int]) -> np.ndarray:
             acc, acc_sub = np.einsum(acc, acc_sub, kept), kept
         needed_after = set(out).union(*subs[k + 1 :])
         keep = [lab for lab in dict.fromkeys(acc_sub + subs[k]) if lab in needed_after]
-        if math.prod(sizes[lab] for lab in set(acc_sub) | set(subs[k])) > contraction.BLAS_CELLS:  # large: pgm.contract
-            acc, acc_sub = contraction.contract(acc, acc_sub, tables[k], subs[k], keep), keep
-        else:
-            acc, acc_sub = np.einsum(acc, acc_sub, tables[k], subs[k], keep), keep
+        acc, acc_sub = contraction.pair(acc, acc_sub, tables[k], subs[k], keep), keep
     if acc_sub == out and len(tables) > 1:
         return acc  # already a fresh array in the requested axis order
     return np.einsum(acc, acc_sub, out)

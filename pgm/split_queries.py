@@ -12,7 +12,7 @@ sides, the one with the fewest cells in q + S is cut. Each part is answered the 
 its side of the cover (which has fewer nodes, so the recursion ends), down to parts inside one
 node, read from its belief without a copy. Parts are memoised for the whole batch (within a cell
 budget), so queries that share an attribute and a separator share the work; the contraction of
-the two parts is one batched matrix product above `contract.BLAS_CELLS` cells.
+the two parts goes through `contract.pair` (one batched matrix product when large).
 """
 
 from __future__ import annotations
@@ -79,9 +79,7 @@ class _Splitter:
             self.conditionals[key] = conditional(up, [i for i, a in enumerate(up_order) if a not in sep])
         up = self.conditionals[key]
         out = self.order(q)
-        operands = (down, list(down_order), up, list(up_order), list(out))
-        space = math.prod(self.sizes[a] for a in q | sep)
-        table = contraction.contract(*operands) if space > contraction.BLAS_CELLS else self._einsum(*operands)
+        table = contraction.pair(down, down_order, up, up_order, out)
         return self._keep(q, out, table, True)
 
     def _keep(self, q: frozenset[str], order: Clique, table: np.ndarray, new: bool) -> tuple[Clique, np.ndarray]:
@@ -110,7 +108,3 @@ class _Splitter:
         if best is None:
             raise AssertionError(f"no separator splits {sorted(q)}: it should lie inside one node")
         return best[1], best[2]
-
-    def _einsum(self, a, a_labels, b, b_labels, out) -> np.ndarray:
-        index = {x: k for k, x in enumerate(dict.fromkeys(a_labels + b_labels))}
-        return np.einsum(a, [index[x] for x in a_labels], b, [index[x] for x in b_labels], [index[x] for x in out])

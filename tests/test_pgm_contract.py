@@ -38,3 +38,14 @@ def test_contract_with_string_labels_and_a_node_sized_conditional():
     node = np.ascontiguousarray(rng.random((2, 6, 5, 3)).transpose(1, 3, 2, 0))  # (h, s, t, u) stored as (u, h, t, s)
     got = contract(message, ["x", "s", "t", "u"], node, ["h", "s", "t", "u"], ["h", "x"])
     np.testing.assert_allclose(got, np.einsum("xstu,hstu->hx", message, node), rtol=1e-12)
+
+
+@pytest.mark.parametrize("blas_cells", [0, 1 << 30])
+def test_pair_dispatch_gives_einsums_answer_with_string_labels(blas_cells, monkeypatch):
+    import pgm.contract
+
+    monkeypatch.setattr(pgm.contract, "BLAS_CELLS", blas_cells)  # 0: every pair by matmul; huge: by einsum
+    rng = np.random.default_rng(2)
+    a, b = rng.random((3, 4, 2)), rng.random((2, 5, 4))
+    got = pgm.contract.pair(a, ("age", "sex", "race"), b, ("race", "edu", "sex"), ("edu", "age"))
+    np.testing.assert_allclose(got, np.einsum("asr,res->ea", a, b), rtol=1e-12)

@@ -124,6 +124,10 @@ class SizeFilter:
             self.prefix.append(self.prefix[-1] + (0 if clique in seps else self.cells(clique)))
             seps.add(clique & ~(1 << v))
         self.size_cells = self.prefix[-1]
+        self.ranked = [sorted(alive, key=lambda u: (keys[u], u)) for _, keys, alive in self.states]
+        self.position = [0] * n
+        for k, v in enumerate(self.order):
+            self.position[v] = k
 
     def _eliminate(self, v: int, adj: list[int], keys: list[int], alive: list[int]) -> int:
         nbrs = adj[v]
@@ -144,23 +148,28 @@ class SizeFilter:
         differs, with the cells counted and the neighbourhood set so far (``seps`` None: the
         cliques so far are G's own, so G's prefix sums apply).
         """
-        for k in range(start, len(self.order)):
-            v = self.order[k]
+        k, n = start, len(self.order)
+        while k < n:
             if not extra:
                 if seps is None:
                     return None, self.size_cells, None
-                for c, u in zip(self.cliques[k:], self.order[k:]):  # the rest is G's elimination
-                    total += 0 if c in seps else self.cells(c)
-                    seps.add(c & ~(1 << u))
-                return None, total, seps
-            adj, keys, alive = self.states[k]
-            if v in extra:  # its key went up: is it still the greedy choice?
-                best = min(alive, key=lambda u: (keys[u] if u not in extra else self.cells(adj[u] | extra[u] | 1 << u), u))
-                if best != v:
-                    return k, total, seps
-            nbrs = adj[v] | extra.pop(v, 0)
+                return None, self._count(k, n, seps, total), seps
+            # Steps that eliminate an attribute without extra edges are G's own (same clique,
+            # and fill edges only absorb extra edges): jump to the first that has some.
+            nxt = min(self.position[u] for u in extra)
+            if nxt > k:
+                if seps is not None:
+                    total = self._count(k, nxt, seps, total)
+                k = nxt
+                _absorb(extra, self.states[k][0])
+                continue
+            v = self.order[k]
+            adj = self.states[k][0]
+            if not self._still_first(k, v, adj, extra):
+                return k, total, seps
+            nbrs = adj[v] | extra.pop(v)
             bit = 1 << v
-            after = self.states[k + 1][0] if k + 1 < len(self.states) else None
+            after = self.states[k + 1][0] if k + 1 < n else None
             for u in _bits(nbrs):
                 more = ((adj[u] | extra.get(u, 0) | nbrs) & ~(bit | 1 << u)) & ~after[u]
                 if more:
@@ -172,7 +181,27 @@ class SizeFilter:
             if seps is not None:
                 total += 0 if nbrs | bit in seps else self.cells(nbrs | bit)
                 seps.add(nbrs)
+            k += 1
         return None, (self.size_cells if seps is None else total), seps
+
+    def _still_first(self, k: int, v: int, adj: list[int], extra: dict[int, int]) -> bool:
+        """Whether G's choice ``v`` at step k (an attribute with extra edges: its key went up) is
+        still the greedy choice (least key, ties by index) of G's state plus ``extra``."""
+        mine = (self.cells(adj[v] | extra[v] | 1 << v), v)
+        keys = self.states[k][1]
+        for u in self.ranked[k]:  # G's keys in increasing order; extra edges only raise keys
+            if (keys[u], u) >= mine:
+                return True
+            if u != v and (u not in extra or (self.cells(adj[u] | extra[u] | 1 << u), u) < mine):
+                return False
+        return True
+
+    def _count(self, start: int, stop: int, seps: set[int], total: int) -> int:
+        """``total`` plus the cells of G's cliques of steps start..stop-1 not among ``seps`` (updated)."""
+        for c, u in zip(self.cliques[start:stop], self.order[start:stop]):
+            total += 0 if c in seps else self.cells(c)
+            seps.add(c & ~(1 << u))
+        return total
 
     def _seps(self, k: int) -> set[int]:
         """The neighbourhoods (at elimination) of G's first k eliminated attributes."""
@@ -241,22 +270,51 @@ class SizeFilter:
             for d, more in extra.items():
                 adj[d] |= more
                 keys[d] = self.cells(adj[d] | 1 << d)
-            left = self.alive_masks[k]
-            extra = {}
-            while alive:
-                v = min(alive, key=keys.__getitem__)
-                clique = self._eliminate(v, adj, keys, alive)
-                total += 0 if clique in seps else self.cells(clique)
-                seps.add(clique & ~(1 << v))
-                left &= ~(1 << v)
-                k += 1
-                if alive and left == self.alive_masks[k]:
-                    g = self.states[k][0]
-                    if all(g[u] & ~adj[u] == 0 for u in alive):
-                        extra = {u: adj[u] & ~g[u] for u in alive if adj[u] & ~g[u]}
-                        break
-            else:
+            k, total, extra = self._diverge(k, adj, keys, alive, seps, total)
+            if extra is None:
                 return total
+
+    def _diverge(
+        self, k: int, adj: list[int], keys: list[int], alive: list[int], seps: set[int], total: int
+    ) -> tuple[int, int, dict[int, int] | None]:
+        """Eliminate greedily from step ``k`` (state given, updated in place) until the same attributes
+        are left as in G's trace with every edge of G's state there; (step, cells, the edges G lacks
+        then), or (n, cells, None) at the end."""
+        cells, sizes, alive_masks, states = self._cells, self.sizes, self.alive_masks, self.states
+        left = alive_masks[k]
+        while alive:
+            v = min(alive, key=keys.__getitem__)
+            nbrs = adj[v]
+            bit = 1 << v
+            for u in _bits(nbrs):  # eliminate v: its neighbours become a clique
+                m = (adj[u] | nbrs) & ~(bit | 1 << u)
+                adj[u] = m
+                m |= 1 << u
+                c = cells.get(m)
+                keys[u] = c if c is not None else self.cells(m)
+            alive.remove(v)
+            clique = nbrs | bit
+            if clique not in seps:
+                c = cells.get(clique)
+                total += c if c is not None else self.cells(clique)
+            seps.add(nbrs)
+            left &= ~bit
+            k += 1
+            if alive and left == alive_masks[k]:
+                g = states[k][0]
+                if all(g[u] & ~adj[u] == 0 for u in alive):
+                    return k, total, {u: adj[u] & ~g[u] for u in alive if adj[u] & ~g[u]}
+        return k, total, None
+
+
+def _absorb(extra: dict[int, int], adjacency: list[int]) -> None:
+    """Drop from ``extra`` (in place) the edges ``adjacency`` already has (symmetric stays symmetric)."""
+    for u in list(extra):
+        more = extra[u] & ~adjacency[u]
+        if more:
+            extra[u] = more
+        else:
+            del extra[u]
 
 
 def filter_candidates(domain: Domain, model, cand_list: Sequence[Clique], size_limit: float) -> list[Clique]:

@@ -48,7 +48,10 @@ class MarginalOracle:
         self._labels = {a: k for k, a in enumerate(self.domain.attrs)}
         self._messages: dict[tuple, np.ndarray] = {}  # see _component_query
         self._reductions: dict[tuple, np.ndarray] = {}  # see _reduced
-        self._homes: dict[frozenset[str], int | None] = {}  # see _home
+        # homes, covers and split points depend only on the tree's shape: shared by every model on it
+        self._shape = _shape_plans(tree)
+        self._homes: dict[frozenset[str], int | None] = self._shape["homes"]
+        self._covers: dict[frozenset[str], frozenset[int]] = self._shape["covers"]
 
     def marginal(self, attrs: Sequence[str]) -> np.ndarray:
         """Counts over ``attrs`` with axes in the order given."""
@@ -179,8 +182,14 @@ class MarginalOracle:
             up.append(self.tree.parent[up[-1]])
         return ancestors[: ancestors.index(up[-1]) + 1] + list(reversed(up[:-1]))
 
-    def _cover(self, attrs: frozenset[str]) -> set[int]:
-        """A small connected set of nodes of one component that covers ``attrs``."""
+    def _cover(self, attrs: frozenset[str]) -> frozenset[int]:
+        """A small connected set of nodes of one component that covers ``attrs`` (memoised per tree shape)."""
+        found = self._covers.get(attrs)
+        if found is None:
+            found = self._covers[attrs] = frozenset(self._find_cover(attrs))
+        return found
+
+    def _find_cover(self, attrs: frozenset[str]) -> set[int]:
         first = max(
             {i for a in attrs for i in self._attr_nodes[a]},
             key=lambda i: (len(attrs & self._node_sets[i]), -self.beliefs[i].size, -i),
@@ -249,6 +258,22 @@ class MarginalOracle:
             stack.append((node, True))
             stack += [(c, False) for c in sorted(children[node], reverse=True)]
         return order
+
+
+_SHAPES: dict[tuple, dict[str, dict]] = {}  # tree shape -> its memo tables (the few latest shapes)
+
+
+def _shape_plans(tree: JunctionTree) -> dict[str, dict]:
+    """Memo tables (homes, covers, split points) of the tree's shape: its nodes and parents fix every
+    one of them (node table sizes are domain sizes), so consecutive models on one tree share them."""
+    key = (tree.domain, tree.nodes, tree.parent)
+    found = _SHAPES.pop(key, None)
+    if found is None:
+        found = {"homes": {}, "covers": {}, "cuts": {}}
+    while len(_SHAPES) >= 4:
+        _SHAPES.pop(next(iter(_SHAPES)))  # the least recently used shape
+    _SHAPES[key] = found
+    return found
 
 
 def _einsum(operands: list, output: list[int]) -> np.ndarray:

@@ -33,7 +33,7 @@ def split_marginals(oracle, queries: Sequence[frozenset[str]], budget_cells: int
     """(axis order, counts) of each query (one component each, inside no node) from a `MarginalOracle`;
     intermediate parts held for reuse come to at most ``budget_cells`` cells."""
     splitter = _Splitter(oracle, budget_cells)
-    return {q: splitter.answer(q, frozenset(oracle._cover(q))) for q in queries}
+    return {q: splitter.answer(q, oracle._cover(q)) for q in queries}
 
 
 class _Splitter:
@@ -44,6 +44,7 @@ class _Splitter:
         self.rank = {a: k for k, a in enumerate(oracle.domain.attrs)}
         self.budget = budget_cells
         self.memo: Answers = {}
+        self.cuts: dict[tuple, tuple[int, frozenset[int]]] = oracle._shape["cuts"]
         self.conditionals: dict[tuple, np.ndarray] = {}  # (part order, separator) -> mu(part) / mu(separator)
         self.node_sets = [frozenset(n) for n in self.tree.nodes]
         self.seps = [frozenset(self.tree.separator(i)) for i in range(len(self.tree.nodes))]
@@ -90,7 +91,13 @@ class _Splitter:
         return order, table
 
     def cut(self, q: frozenset[str], cover: frozenset[int]) -> tuple[int, frozenset[int]]:
-        """The cover edge to cut (given by its lower node) and the cover nodes below it."""
+        """The cover edge to cut (given by its lower node) and the cover nodes below it (memoised per tree shape)."""
+        found = self.cuts.get((q, cover))
+        if found is None:
+            found = self.cuts[q, cover] = self._find_cut(q, cover)
+        return found
+
+    def _find_cut(self, q: frozenset[str], cover: frozenset[int]) -> tuple[int, frozenset[int]]:
         best = None
         for child in sorted(cover):
             parent = self.tree.parent[child]

@@ -227,7 +227,8 @@ class SizeFilter:
         for i in _bits(rmask):
             merged |= self.component[i]
         others = self.size_cells - sum(self.component_cells[c] for c in {self.component[i] for i in _bits(rmask)})
-        key = (rmask, tuple(self.adjacency[i] for i in _bits(merged)))
+        # G + r differs from G by the extra edges only: candidates lacking the same edges share the part
+        key = (merged, tuple(extra.items()), tuple(self.adjacency[i] for i in _bits(merged)))
         part = self._known.get(key)
         if part is None:
             if 2 * merged.bit_count() <= len(self.sizes):

@@ -71,7 +71,8 @@ class MarginalOracle:
         inside one node are read out of it together through a shared chain of single-axis sums."""
         wanted = [self.domain.check(s) for s in subsets]
         by_home: dict[int, list[frozenset[str]]] = {}
-        for attrs in dict.fromkeys(frozenset(w) for w in wanted):
+        keys = [frozenset(w) for w in wanted]
+        for attrs in dict.fromkeys(keys):
             if attrs and attrs not in self._cache:
                 home = self._home(attrs)
                 if home is not None:
@@ -84,10 +85,10 @@ class MarginalOracle:
                 table = np.array(table)  # own copy (the plan may hand back the node table itself)
                 table.flags.writeable = False
                 self._cache[attrs] = order, table
-        self._split_outside([frozenset(w) for w in wanted])
+        self._split_outside(keys)
         out = []
-        for attrs in wanted:  # already checked: read the cache directly
-            found = self._cache.get(frozenset(attrs))
+        for attrs, key in zip(wanted, keys):  # already checked: read the cache directly
+            found = self._cache.get(key)
             if found is None:
                 out.append(self.marginal(attrs))
                 continue

@@ -102,3 +102,37 @@ def _reshaped_view(view: np.ndarray, shape: list[int]) -> np.ndarray | None:
     except TypeError:  # numpy < 2.1: no copy argument; a copy is a fresh allocation
         flat = view.reshape(shape)
         return flat if np.may_share_memory(flat, view) else None
+
+
+def pair_many(a: np.ndarray, a_labels: Sequence, others: Sequence[tuple[np.ndarray, Sequence]], keep: Sequence) -> list[tuple[list, np.ndarray]]:
+    """``np.einsum(a, a_labels, b, b_labels, out)`` for every ``(b, b_labels)`` of ``others`` as one batched
+    matmul: each b holds the same labels S of ``a`` plus labels of its own; the output keeps the labels
+    ``keep`` of S, a's other labels and b's own. Returns (labels, table) per b (views of one result)."""
+    a_labels = list(a_labels)
+    sizes = dict(zip(a_labels, a.shape))
+    order = _memory_labels(a, a_labels)
+    shared = [x for x in order if x in others[0][1]]
+    batch = [x for x in shared if x in keep]
+    inner = [x for x in shared if x not in keep]
+    left = [x for x in order if x not in shared]
+    a3 = _as_stack(a, a_labels, [batch, left, inner], sizes)
+    if a3 is None:
+        a3 = _as_stack(a, a_labels, [batch, left, inner], sizes, copy=True)
+    rows, depth = a3.shape[0], a3.shape[2]
+    stacks, rights = [], []
+    for b, b_labels in others:
+        b_labels = list(b_labels)
+        right = [x for x in b_labels if x not in sizes]
+        if len(right) + len(shared) != len(b_labels):
+            raise ValueError(f"labels {b_labels} do not hold exactly the shared labels {shared} plus their own")
+        view = b.transpose([b_labels.index(x) for x in batch + inner + right])
+        stacks.append(view.reshape(rows, depth, -1))
+        rights.append((right, list(view.shape[len(shared):])))
+    result = np.matmul(a3, np.concatenate(stacks, axis=2))
+    head = [sizes[x] for x in batch + left]
+    out, start = [], 0
+    for (right, shape), stack in zip(rights, stacks):
+        width = stack.shape[2]
+        out.append((batch + left + right, result[:, :, start:start + width].reshape(head + shape)))
+        start += width
+    return out

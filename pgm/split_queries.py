@@ -11,8 +11,11 @@ Among the edges of a connected set of nodes covering q that leave attributes of 
 sides, the one with the fewest cells in q + S is cut. Each part is answered the same way with
 its side of the cover (which has fewer nodes, so the recursion ends), down to parts inside one
 node, read from its belief without a copy. Parts are memoised for the whole batch (within a cell
-budget), so queries that share an attribute and a separator share the work; the contraction of
-the two parts goes through `contract.pair` (one batched matrix product when large).
+budget; the queries themselves, kept by the caller anyway, do not count against it), so queries
+that share an attribute and a separator share the work; the contraction of the two parts goes
+through `contract.pair` (one batched matrix product when large). The queries whose cut has the
+same lower part q_D + S (and keep the same attributes of S) are answered together: one matmul of
+that part against their upper conditionals side by side (`contract.pair_many`).
 """
 
 from __future__ import annotations
@@ -32,8 +35,7 @@ Answers = dict[frozenset[str], tuple[Clique, np.ndarray]]
 def split_marginals(oracle, queries: Sequence[frozenset[str]], budget_cells: int) -> Answers:
     """(axis order, counts) of each query (one component each, inside no node) from a `MarginalOracle`;
     intermediate parts held for reuse come to at most ``budget_cells`` cells."""
-    splitter = _Splitter(oracle, budget_cells)
-    return {q: splitter.answer(q, oracle._cover(q)) for q in queries}
+    return _Splitter(oracle, budget_cells).batch(queries)
 
 
 class _Splitter:
@@ -59,32 +61,74 @@ class _Splitter:
     def order(self, attrs) -> Clique:
         return tuple(sorted(attrs, key=self.rank.__getitem__))
 
-    def answer(self, q: frozenset[str], cover: frozenset[int]) -> tuple[Clique, np.ndarray]:
-        """mu(q) with axes in domain order; ``cover`` is a connected set of nodes covering q."""
+    def answer(self, q: frozenset[str], cover: frozenset[int], top: bool = False) -> tuple[Clique, np.ndarray]:
+        """mu(q) with axes in domain order; ``cover`` is a connected set of nodes covering q; ``top``: a
+        query (kept by the caller anyway), memoised without counting against the budget."""
         if q in self.memo:
             return self.memo[q]
         home = self.oracle._home(q)
         if home is not None:  # inside a node: a sum of its belief (the belief itself: no copy)
             node = self.tree.nodes[home]
             table = sum_out(self.oracle.beliefs[home], [i for i, a in enumerate(node) if a not in q])
-            return self._keep(q, self.order(q), table, table is not self.oracle.beliefs[home])
+            return self._keep(q, self.order(q), table, table is not self.oracle.beliefs[home] and not top)
+        sep, q_down, below = self._split(q, cover)
+        down_order, down = self.answer(q_down | sep, below)
+        up_order, up = self._up(q - sep - q_down, sep, cover - below)
+        out = self.order(q)
+        table = contraction.pair(down, down_order, up, up_order, out)
+        return self._keep(q, out, table, not top)
+
+    def batch(self, queries: Sequence[frozenset[str]]) -> Answers:
+        """Every query; queries cut at one separator S with the same lower part q_D + S (and the same
+        attributes in S) share one matmul against their upper conditionals side by side."""
+        groups: dict[tuple, list[tuple[frozenset[str], frozenset[int]]]] = {}
+        for q in queries:
+            cover = self.oracle._cover(q)
+            key: tuple = (q,)
+            if q not in self.memo and self.oracle._home(q) is None:
+                sep, q_down, _ = self._split(q, cover)
+                key = (q_down | sep, sep, q & sep)
+            groups.setdefault(key, []).append((q, cover))
+        for members in groups.values():
+            todo = [(q, cover) for q, cover in members if q not in self.memo]
+            if len(todo) == 1:
+                self.answer(*todo[0], top=True)
+            elif todo:
+                self._shared_down(todo)
+        return {q: self.memo[q] if q in self.memo else self.answer(q, self.oracle._cover(q), True) for q in queries}
+
+    def _shared_down(self, members: list[tuple[frozenset[str], frozenset[int]]]) -> None:
+        """Answer queries with one lower part q_D + S and one kept S part by one batched contraction."""
+        q, cover = members[0]
+        sep, q_down, below = self._split(q, cover)
+        down_order, down = self.answer(q_down | sep, below)
+        ups = []
+        for q, cover in members:
+            _, _, below = self._split(q, cover)
+            up_order, up = self._up(q - sep - q_down, sep, cover - below)
+            ups.append((up, up_order))
+        results = contraction.pair_many(down, down_order, ups, q & sep)
+        for (q, _), (labels, table) in zip(members, results):
+            out = self.order(q)
+            self._keep(q, out, table.transpose([labels.index(a) for a in out]), False)  # a query: no charge
+
+    def _split(self, q: frozenset[str], cover: frozenset[int]) -> tuple[frozenset[str], frozenset[str], frozenset[int]]:
+        """(separator S, q's attributes below S but outside it, the cover nodes below) of q's cut."""
         child, below = self.cut(q, cover)
         sep = self.seps[child]
         below_attrs = frozenset().union(*(self.node_sets[n] for n in below))
-        q_down = frozenset(a for a in q - sep if a in below_attrs)
-        down_order, down = self.answer(q_down | sep, below)
-        up_order, up = self.answer((q - sep - q_down) | sep, cover - below)
-        # mu(q_U + S) / mu(S): the conditional of the up part given the separator (shared)
+        return sep, frozenset(a for a in q - sep if a in below_attrs), below
+
+    def _up(self, q_up: frozenset[str], sep: frozenset[str], cover: frozenset[int]) -> tuple[Clique, np.ndarray]:
+        """mu(q_U + S) / mu(S): the conditional of the upper part given the separator (shared)."""
+        up_order, up = self.answer(q_up | sep, cover)
         key = (up_order, sep)
         if key not in self.conditionals:
             self.conditionals[key] = conditional(up, [i for i, a in enumerate(up_order) if a not in sep])
-        up = self.conditionals[key]
-        out = self.order(q)
-        table = contraction.pair(down, down_order, up, up_order, out)
-        return self._keep(q, out, table, True)
+        return up_order, self.conditionals[key]
 
     def _keep(self, q: frozenset[str], order: Clique, table: np.ndarray, new: bool) -> tuple[Clique, np.ndarray]:
-        """Memoise a part (a new table only while the cell budget lasts)."""
+        """Memoise a part (a ``new`` table, counted against the budget, only while the budget lasts)."""
         if not new or table.size <= self.budget:
             self.budget -= table.size if new else 0
             self.memo[q] = order, table

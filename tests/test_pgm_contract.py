@@ -49,3 +49,41 @@ def test_pair_dispatch_gives_einsums_answer_with_string_labels(blas_cells, monke
     a, b = rng.random((3, 4, 2)), rng.random((2, 5, 4))
     got = pgm.contract.pair(a, ("age", "sex", "race"), b, ("race", "edu", "sex"), ("edu", "age"))
     np.testing.assert_allclose(got, np.einsum("asr,res->ea", a, b), rtol=1e-12)
+
+
+def _stored_in_any_order(rng, table):
+    if table.ndim > 1 and rng.random() < 0.5:  # a transposed view of another memory order
+        perm = rng.permutation(table.ndim)
+        table = np.ascontiguousarray(table.transpose(perm)).transpose(np.argsort(perm))
+    return table
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_pair_many_equals_one_einsum_per_table(seed):
+    from pgm.contract import pair_many
+
+    rng = np.random.default_rng(5000 + seed)
+    sizes = rng.integers(1, 5, 12)
+    shared = [int(x) for x in rng.choice(6, int(rng.integers(0, 4)), replace=False)]  # labels 0-5: a's separator
+    left = [int(x) for x in rng.choice(np.arange(6, 9), int(rng.integers(1, 3)), replace=False)]
+    keep = [x for x in shared if rng.random() < 0.4]
+    a_labels = list(rng.permutation(shared + left))
+    a = _stored_in_any_order(rng, rng.random([sizes[x] for x in a_labels]))
+    others = []
+    for _ in range(int(rng.integers(1, 5))):
+        own = [int(x) for x in rng.choice(np.arange(9, 12), int(rng.integers(1, 3)), replace=False)]
+        b_labels = list(rng.permutation(shared + own))
+        others.append((_stored_in_any_order(rng, rng.random([sizes[x] for x in b_labels])), b_labels))
+    got = pair_many(a, a_labels, others, keep)
+    for (b, b_labels), (labels, table) in zip(others, got):
+        assert sorted(labels) == sorted(set(keep) | set(left) | (set(b_labels) - set(shared)))
+        want = np.einsum(a, a_labels, b, b_labels, labels)
+        np.testing.assert_allclose(table, want, rtol=1e-12, atol=1e-14)
+
+
+def test_pair_many_refuses_tables_that_do_not_share_the_same_labels():
+    from pgm.contract import pair_many
+
+    a = np.ones((2, 3))
+    with pytest.raises(ValueError, match="shared labels"):
+        pair_many(a, ["s", "x"], [(np.ones((2, 4)), ["s", "y"]), (np.ones((4,)), ["y"])], [])

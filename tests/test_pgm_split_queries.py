@@ -77,3 +77,22 @@ def test_queries_over_several_components_are_left_to_the_per_query_path(random_m
     for q, table in zip(queries, model.marginals(queries)):
         axes = tuple(i for i, a in enumerate(dom.attrs) if a not in q)
         np.testing.assert_allclose(table, joint.sum(axis=axes), rtol=1e-9, atol=1e-10 * 500)
+
+
+def test_queries_sharing_a_lower_part_are_answered_by_one_batched_contraction(random_model, monkeypatch):
+    # nodes (a, s) and (s, b, c, d): every query (a, x) or (a, s, x), x in {b, c, d}, is cut at s with the lower part (a, s)
+    import pgm.contract
+
+    rng = np.random.default_rng(9)
+    dom = Domain(tuple("asbcd"), (3, 4, 2, 5, 3))
+    model = random_model(dom, [("a", "s"), ("s", "b", "c", "d")], rng, total=300.0)
+    calls = []
+    original = pgm.contract.pair_many
+    monkeypatch.setattr(pgm.contract, "pair_many", lambda *args: calls.append(len(args[2])) or original(*args))
+    queries = [frozenset(q) for q in (("a", "b"), ("a", "c"), ("a", "d"), ("a", "s", "b"), ("a", "s", "c"))]
+    answers = split_marginals(MarginalOracle(model.tree, model.beliefs, model.total), queries, 0)
+    assert sorted(calls) == [2, 3]  # (a, s) below s with s summed out, and with s kept
+    joint = brute_force_joint(dom, model.cliques, [f.values for f in model.potentials.values()], 300.0)
+    for q, (order, table) in answers.items():
+        assert order == tuple(a for a in dom.attrs if a in q)
+        np.testing.assert_allclose(table, _truth(joint, dom, q), rtol=1e-9, atol=1e-10 * 300)

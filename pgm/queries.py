@@ -45,6 +45,7 @@ class MarginalOracle:
             for a in n:
                 self._attr_nodes[a].append(i)
         self._component = [tree.component(i) for i in range(len(tree.nodes))]
+        self._attr_component = {a: self._component[nodes[0]] for a, nodes in self._attr_nodes.items() if nodes}
         self._labels = {a: k for k, a in enumerate(self.domain.attrs)}
         self._messages: dict[tuple, np.ndarray] = {}  # see _component_query
         self._reductions: dict[tuple, np.ndarray] = {}  # see _reduced
@@ -101,14 +102,18 @@ class MarginalOracle:
         parts (pgm.split_queries); of a subset spanning several components, its per-component
         parts (which the per-query path then multiplies out)."""
         outside: dict[frozenset[str], None] = {}
+        component = self._attr_component
         for attrs in dict.fromkeys(wanted):
             if len(attrs) < 2 or attrs in self._cache:
                 continue
-            by_component: dict[int, set[str]] = {}
-            for a in attrs:
-                by_component.setdefault(self._component[self._attr_nodes[a][0]], set()).add(a)
-            for _, part in sorted(by_component.items()):
-                part = frozenset(part)
+            if len({component[a] for a in attrs}) == 1:  # the common case: one part, the subset itself
+                parts = [attrs]
+            else:
+                by_component: dict[int, set[str]] = {}
+                for a in attrs:
+                    by_component.setdefault(component[a], set()).add(a)
+                parts = [frozenset(part) for _, part in sorted(by_component.items())]
+            for part in parts:
                 if len(part) > 1 and part not in self._cache and self._home(part) is None:
                     outside[part] = None
         if len(outside) > 1:
@@ -270,7 +275,7 @@ def _shape_plans(tree: JunctionTree) -> dict[str, dict]:
     key = (tree.domain, tree.nodes, tree.parent)
     found = _SHAPES.pop(key, None)
     if found is None:
-        found = {"homes": {}, "covers": {}, "cuts": {}}
+        found = {"homes": {}, "covers": {}, "splits": {}}
     while len(_SHAPES) >= 4:
         _SHAPES.pop(next(iter(_SHAPES)))  # the least recently used shape
     _SHAPES[key] = found

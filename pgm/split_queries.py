@@ -46,7 +46,7 @@ class _Splitter:
         self.rank = {a: k for k, a in enumerate(oracle.domain.attrs)}
         self.budget = budget_cells
         self.memo: Answers = {}
-        self.cuts: dict[tuple, tuple[int, frozenset[int]]] = oracle._shape["cuts"]
+        self.splits: dict[tuple, tuple[frozenset[str], frozenset[str], frozenset[int]]] = oracle._shape["splits"]
         self.conditionals: dict[tuple, np.ndarray] = {}  # (part order, separator) -> mu(part) / mu(separator)
         self.node_sets = [frozenset(n) for n in self.tree.nodes]
         self.seps = [frozenset(self.tree.separator(i)) for i in range(len(self.tree.nodes))]
@@ -113,11 +113,15 @@ class _Splitter:
             self._keep(q, out, table.transpose([labels.index(a) for a in out]), False)  # a query: no charge
 
     def _split(self, q: frozenset[str], cover: frozenset[int]) -> tuple[frozenset[str], frozenset[str], frozenset[int]]:
-        """(separator S, q's attributes below S but outside it, the cover nodes below) of q's cut."""
-        child, below = self.cut(q, cover)
-        sep = self.seps[child]
-        below_attrs = frozenset().union(*(self.node_sets[n] for n in below))
-        return sep, frozenset(a for a in q - sep if a in below_attrs), below
+        """(separator S, q's attributes below S but outside it, the cover nodes below) of q's cut
+        (memoised per tree shape)."""
+        found = self.splits.get((q, cover))
+        if found is None:
+            child, below = self.cut(q, cover)
+            sep = self.seps[child]
+            below_attrs = frozenset().union(*(self.node_sets[n] for n in below))
+            found = self.splits[q, cover] = sep, frozenset(a for a in q - sep if a in below_attrs), below
+        return found
 
     def _up(self, q_up: frozenset[str], sep: frozenset[str], cover: frozenset[int]) -> tuple[Clique, np.ndarray]:
         """mu(q_U + S) / mu(S): the conditional of the upper part given the separator (shared)."""
@@ -135,13 +139,7 @@ class _Splitter:
         return order, table
 
     def cut(self, q: frozenset[str], cover: frozenset[int]) -> tuple[int, frozenset[int]]:
-        """The cover edge to cut (given by its lower node) and the cover nodes below it (memoised per tree shape)."""
-        found = self.cuts.get((q, cover))
-        if found is None:
-            found = self.cuts[q, cover] = self._find_cut(q, cover)
-        return found
-
-    def _find_cut(self, q: frozenset[str], cover: frozenset[int]) -> tuple[int, frozenset[int]]:
+        """The cover edge to cut (given by its lower node) and the cover nodes below it."""
         best = None
         for child in sorted(cover):
             parent = self.tree.parent[child]

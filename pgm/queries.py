@@ -140,18 +140,18 @@ class MarginalOracle:
             return tuple(a for a in node if a in attrs), table
         by_component: dict[int, set[str]] = {}
         for a in attrs:
-            by_component.setdefault(self._component[self._attr_nodes[a][0]], set()).add(a)
+            by_component.setdefault(self._attr_component[a], set()).add(a)
         if len(by_component) == 1:
             return self._component_query(attrs)
         # each component's part is itself a (cached) marginal query: shared by every query it appears in
-        parts = []
-        for _, q in sorted(by_component.items()):
-            part_order = tuple(sorted(q, key=self._labels.__getitem__))
-            parts.append((part_order, self.marginal(part_order)))
         order: Clique = ()
-        table = np.array(1.0)
-        for part_order, part in parts:
-            table = np.multiply.outer(table, part / self.total)
+        table = None
+        for _, q in sorted(by_component.items()):
+            key = frozenset(q)
+            if key not in self._cache:
+                self.marginal(tuple(sorted(q, key=self._labels.__getitem__)))
+            part_order, part = self._cache[key]
+            table = part / self.total if table is None else np.multiply.outer(table, part / self.total)
             order += part_order
         return order, table * self.total
 

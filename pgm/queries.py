@@ -82,7 +82,10 @@ class MarginalOracle:
         for home, group in by_home.items():
             node = self.tree.nodes[home]
             targets = [tuple(a for a in node if a in g) for g in group]
-            for attrs, order, table in zip(group, targets, MarginalPlan(node, sizes, targets).run(self.beliefs[home])):
+            plan = self._shape["plans"].get((home, tuple(targets)))
+            if plan is None:  # a plan depends on the node and targets only: shared by models on this tree
+                plan = self._shape["plans"][home, tuple(targets)] = MarginalPlan(node, sizes, targets)
+            for attrs, order, table in zip(group, targets, plan.run(self.beliefs[home])):
                 table = np.array(table)  # own copy (the plan may hand back the node table itself)
                 table.flags.writeable = False
                 self._cache[attrs] = order, table
@@ -270,12 +273,12 @@ _SHAPES: dict[tuple, dict[str, dict]] = {}  # tree shape -> its memo tables (the
 
 
 def _shape_plans(tree: JunctionTree) -> dict[str, dict]:
-    """Memo tables (homes, covers, split points) of the tree's shape: its nodes and parents fix every
-    one of them (node table sizes are domain sizes), so consecutive models on one tree share them."""
+    """Memo tables (homes, covers, split points, in-node read plans) of the tree's shape: its nodes
+    and parents fix every one of them (node sizes are domain sizes), so models on one tree share them."""
     key = (tree.domain, tree.nodes, tree.parent)
     found = _SHAPES.pop(key, None)
     if found is None:
-        found = {"homes": {}, "covers": {}, "splits": {}}
+        found = {"homes": {}, "covers": {}, "splits": {}, "plans": {}}
     while len(_SHAPES) >= 4:
         _SHAPES.pop(next(iter(_SHAPES)))  # the least recently used shape
     _SHAPES[key] = found

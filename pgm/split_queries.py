@@ -101,11 +101,13 @@ class _Splitter:
         """Answer queries with one lower part q_D + S and one kept S part by one batched contraction."""
         q, cover = members[0]
         sep, q_down, below = self._split(q, cover)
+        # sum over S - q of mu(q_D | S) mu(q_U + S): the shared part is the one divided by mu(S)
         down_order, down = self.answer(q_down | sep, below)
+        down = self._given(down_order, down, sep)
         ups = []
         for q, cover in members:
             _, _, below = self._split(q, cover)
-            up_order, up = self._up(q - sep - q_down, sep, cover - below)
+            up_order, up = self.answer(q - sep - q_down | sep, cover - below)
             ups.append((up, up_order))
         results = contraction.pair_many(down, down_order, ups, q & sep)
         for (q, _), (labels, table) in zip(members, results):
@@ -126,10 +128,14 @@ class _Splitter:
     def _up(self, q_up: frozenset[str], sep: frozenset[str], cover: frozenset[int]) -> tuple[Clique, np.ndarray]:
         """mu(q_U + S) / mu(S): the conditional of the upper part given the separator (shared)."""
         up_order, up = self.answer(q_up | sep, cover)
-        key = (up_order, sep)
+        return up_order, self._given(up_order, up, sep)
+
+    def _given(self, order: Clique, table: np.ndarray, sep: frozenset[str]) -> np.ndarray:
+        """mu(part) / mu(S) of a part holding the separator S (memoised)."""
+        key = (order, sep)
         if key not in self.conditionals:
-            self.conditionals[key] = conditional(up, [i for i, a in enumerate(up_order) if a not in sep])
-        return up_order, self.conditionals[key]
+            self.conditionals[key] = conditional(table, [i for i, a in enumerate(order) if a not in sep])
+        return self.conditionals[key]
 
     def _keep(self, q: frozenset[str], order: Clique, table: np.ndarray, new: bool) -> tuple[Clique, np.ndarray]:
         """Memoise a part (a ``new`` table, counted against the budget, only while the budget lasts)."""

@@ -79,40 +79,45 @@ class _Splitter:
         return self._keep(q, out, table, not top)
 
     def batch(self, queries: Sequence[frozenset[str]]) -> Answers:
-        """Every query; queries cut at one separator S with the same lower part q_D + S (and the same
-        attributes in S) share one matmul against their upper conditionals side by side."""
-        groups: dict[tuple, list[tuple[frozenset[str], frozenset[int]]]] = {}
-        for q in queries:
-            cover = self.oracle._cover(q)
-            key: tuple = (q,)
-            if q not in self.memo and self.oracle._home(q) is None:
-                sep, q_down, _ = self._split(q, cover)
-                key = (q_down | sep, sep, q & sep)
-            groups.setdefault(key, []).append((q, cover))
-        for members in groups.values():
-            todo = [(q, cover) for q, cover in members if q not in self.memo]
-            if len(todo) == 1:
-                self.answer(*todo[0], top=True)
-            elif todo:
-                self._shared_down(todo)
-        return {q: self.memo[q] if q in self.memo else self.answer(q, self.oracle._cover(q), True) for q in queries}
+        """Every query (see `_batch`); the queries are memoised without counting against the budget."""
+        got = self._batch([(q, self.oracle._cover(q)) for q in queries], top=True)
+        return {q: got[q] for q in queries}
 
-    def _shared_down(self, members: list[tuple[frozenset[str], frozenset[int]]]) -> None:
-        """Answer queries with one lower part q_D + S and one kept S part by one batched contraction."""
+    def _batch(self, items: list[tuple[frozenset[str], frozenset[int]]], top: bool) -> Answers:
+        """mu(q) of each (q, cover); queries cut at one separator S with the same lower part q_D + S
+        (and the same attributes in S) share one matmul against their upper parts side by side."""
+        got: Answers = {}
+        groups: dict[tuple, list[tuple[frozenset[str], frozenset[int]]]] = {}
+        for q, cover in items:
+            if q in self.memo:
+                got[q] = self.memo[q]
+            elif self.oracle._home(q) is not None:
+                got[q] = self.answer(q, cover, top)
+            else:
+                sep, q_down, _ = self._split(q, cover)
+                groups.setdefault((q_down | sep, sep, q & sep), []).append((q, cover))
+        for members in groups.values():
+            if len(members) == 1:
+                got[members[0][0]] = self.answer(*members[0], top)
+            else:
+                got.update(self._shared_down(members, top))
+        return got
+
+    def _shared_down(self, members: list[tuple[frozenset[str], frozenset[int]]], top: bool) -> Answers:
+        """Queries with one lower part q_D + S and one kept S part, by one batched contraction."""
         q, cover = members[0]
         sep, q_down, below = self._split(q, cover)
         # sum over S - q of mu(q_D | S) mu(q_U + S): the shared part is the one divided by mu(S)
         down_order, down = self.answer(q_down | sep, below)
         down = self._given(down_order, down, sep)
-        ups = []
-        for q, cover in members:
-            _, _, below = self._split(q, cover)
-            up_order, up = self.answer(q - sep - q_down | sep, cover - below)
-            ups.append((up, up_order))
-        results = contraction.pair_many(down, down_order, ups, q & sep)
+        parts = [(q - sep - q_down | sep, cover - self._split(q, cover)[2]) for q, cover in members]
+        ups = self._batch(parts, False)  # the upper parts, themselves batched
+        results = contraction.pair_many(down, down_order, [ups[p][::-1] for p, _ in parts], q & sep)
+        got: Answers = {}
         for (q, _), (labels, table) in zip(members, results):
             out = self.order(q)
-            self._keep(q, out, table.transpose([labels.index(a) for a in out]), False)  # a query: no charge
+            got[q] = self._keep(q, out, table.transpose([labels.index(a) for a in out]), not top)
+        return got
 
     def _split(self, q: frozenset[str], cover: frozenset[int]) -> tuple[frozenset[str], frozenset[str], frozenset[int]]:
         """(separator S, q's attributes below S but outside it, the cover nodes below) of q's cut

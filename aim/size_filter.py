@@ -58,11 +58,7 @@ class SizeFilter:
         self.index = {a: i for i, a in enumerate(domain.attrs)}
         self.sizes = list(domain.shape)
         self._cells: dict[int, int] = {}
-        adj = [0] * len(domain)
-        for clique in cliques:
-            mask = self.mask(clique)
-            for i in _bits(mask):
-                adj[i] |= mask & ~(1 << i)
+        adj = _graph(self.index, cliques)
         self.adjacency = adj
         self.node_masks = [self.mask(n) for n in nodes]
         self._trace(adj)
@@ -89,10 +85,7 @@ class SizeFilter:
 
     def mask(self, attrs: Sequence[str]) -> int:
         """The bitmask of ``attrs`` (bit i = domain attribute i)."""
-        out = 0
-        for a in attrs:
-            out |= 1 << self.index[a]
-        return out
+        return _mask(self.index, attrs)
 
     def cells(self, mask: int) -> int:
         """Number of cells of the attribute set ``mask`` (memoized)."""
@@ -318,12 +311,46 @@ def _absorb(extra: dict[int, int], adjacency: list[int]) -> None:
             del extra[u]
 
 
+_ROUNDS: dict[tuple, tuple[int | None, ...]] = {}  # candidate cells by (domain, graph, nodes, candidates)
+
+
 def filter_candidates(domain: Domain, model, cand_list: Sequence[Clique], size_limit: float) -> list[Clique]:
     """Candidates inside a junction-tree node of ``model`` (free) or whose hypothetical model fits ``size_limit`` MB."""
-    sizes = SizeFilter(domain, model.cliques, model.tree.nodes)
-    allowed = []
-    for r in cand_list:
-        mask = sizes.mask(r)
-        if sizes.inside_node(mask) or sizes.with_candidate(r) * 8 / 2**20 <= size_limit:
-            allowed.append(r)
-    return allowed
+    cells = candidate_cells(domain, model.cliques, model.tree.nodes, cand_list)
+    return [r for r, c in zip(cand_list, cells) if c is None or c * 8 / 2**20 <= size_limit]
+
+
+def candidate_cells(
+    domain: Domain, cliques: Sequence[Sequence[str]], nodes: Sequence[Sequence[str]], cand_list: Sequence[Clique]
+) -> tuple[int | None, ...]:
+    """Cells of the model plus each candidate (None: inside a node, free); memoised by the interaction
+    graph and the nodes, which fix every answer (a round that adds no edge reuses the last one's)."""
+    index = {a: i for i, a in enumerate(domain.attrs)}
+    adjacency = _graph(index, cliques)
+    node_masks = sorted(_mask(index, n) for n in nodes)
+    key = (domain, tuple(adjacency), tuple(node_masks), tuple(cand_list))
+    found = _ROUNDS.get(key)
+    if found is None:
+        sizes = SizeFilter(domain, cliques, nodes)
+        found = tuple(None if sizes.inside_node(sizes.mask(r)) else sizes.with_candidate(r) for r in cand_list)
+        while len(_ROUNDS) >= 4:
+            _ROUNDS.pop(next(iter(_ROUNDS)))
+        _ROUNDS[key] = found
+    return found
+
+
+def _mask(index: dict[str, int], attrs: Sequence[str]) -> int:
+    out = 0
+    for a in attrs:
+        out |= 1 << index[a]
+    return out
+
+
+def _graph(index: dict[str, int], cliques: Sequence[Sequence[str]]) -> list[int]:
+    """The interaction graph of ``cliques``: per attribute, the bitmask of its neighbours."""
+    adj = [0] * len(index)
+    for clique in cliques:
+        mask = _mask(index, clique)
+        for i in _bits(mask):
+            adj[i] |= mask & ~(1 << i)
+    return adj

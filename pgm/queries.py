@@ -49,6 +49,7 @@ class MarginalOracle:
         self._labels = {a: k for k, a in enumerate(self.domain.attrs)}
         self._messages: dict[tuple, np.ndarray] = {}  # see _component_query
         self._reductions: dict[tuple, np.ndarray] = {}  # see _reduced
+        self._shares: dict[frozenset[str], tuple[Clique, np.ndarray]] = {}  # see _answer
         # homes, covers and split points depend only on the tree's shape: shared by every model on it
         self._shape = _shape_plans(tree)
         self._homes: dict[frozenset[str], int | None] = self._shape["homes"]
@@ -57,15 +58,19 @@ class MarginalOracle:
     def marginal(self, attrs: Sequence[str]) -> np.ndarray:
         """Counts over ``attrs`` with axes in the order given."""
         attrs = self.domain.check(attrs)
-        key = frozenset(attrs)
-        if key not in self._cache:
-            order, table = self._answer(key)
-            table.flags.writeable = False  # shared by every caller: an in-place edit must not corrupt the cache
-            self._cache[key] = order, table
-        order, table = self._cache[key]
+        order, table = self._cached(frozenset(attrs))
         if order == attrs:
             return table
         return np.transpose(table, [order.index(a) for a in attrs])
+
+    def _cached(self, key: frozenset[str]) -> tuple[Clique, np.ndarray]:
+        """(axis order, counts) of the attribute set ``key``, computed once."""
+        found = self._cache.get(key)
+        if found is None:
+            order, table = self._answer(key)
+            table.flags.writeable = False  # shared by every caller: an in-place edit must not corrupt the cache
+            found = self._cache[key] = order, table
+        return found
 
     def marginals(self, subsets: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """Many marginals; each distinct attribute set is computed once, and the subsets that lie
@@ -92,11 +97,7 @@ class MarginalOracle:
         self._split_outside(keys)
         out = []
         for attrs, key in zip(wanted, keys):  # already checked: read the cache directly
-            found = self._cache.get(key)
-            if found is None:
-                out.append(self.marginal(attrs))
-                continue
-            order, table = found
+            order, table = self._cached(key)
             out.append(table if order == attrs else np.transpose(table, [order.index(a) for a in attrs]))
         return out
 
@@ -151,10 +152,12 @@ class MarginalOracle:
         table = None
         for _, q in sorted(by_component.items()):
             key = frozenset(q)
-            if key not in self._cache:
-                self.marginal(tuple(sorted(q, key=self._labels.__getitem__)))
-            part_order, part = self._cache[key]
-            table = part / self.total if table is None else np.multiply.outer(table, part / self.total)
+            share = self._shares.get(key)  # the part / total, shared by every query holding the part
+            if share is None:
+                part_order, part = self._cached(key)
+                share = self._shares[key] = part_order, part / self.total
+            part_order, part = share
+            table = part if table is None else np.multiply.outer(table, part)
             order += part_order
         return order, table * self.total
 

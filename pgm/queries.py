@@ -37,6 +37,13 @@ class MarginalOracle:
         self.total = float(total)
         self._cache: dict[frozenset[str], tuple[Clique, np.ndarray]] = {}
         self._depth = [0] * len(tree.nodes)
+        self._cells = [b.size for b in self.beliefs]
+        self._chains: list[list[int]] = []  # each node and its ancestors up to the root
+        for i in range(len(tree.nodes)):
+            chain = [i]
+            while tree.parent[chain[-1]] is not None:
+                chain.append(tree.parent[chain[-1]])
+            self._chains.append(chain)
         for parent, child in tree.distribute:
             self._depth[child] = self._depth[parent] + 1
         self._node_sets = [frozenset(n) for n in tree.nodes]
@@ -181,9 +188,7 @@ class MarginalOracle:
 
     def _path_to(self, node: int, targets: set[int]) -> list[int]:
         """Nodes on the tree path from ``node`` to the nearest member of the connected set ``targets``."""
-        ancestors = [node]
-        while self.tree.parent[ancestors[-1]] is not None:
-            ancestors.append(self.tree.parent[ancestors[-1]])
+        ancestors = self._chains[node]
         for k, anc in enumerate(ancestors):
             if anc in targets:
                 return ancestors[: k + 1]
@@ -204,16 +209,16 @@ class MarginalOracle:
     def _find_cover(self, attrs: frozenset[str]) -> set[int]:
         first = max(
             {i for a in attrs for i in self._attr_nodes[a]},
-            key=lambda i: (len(attrs & self._node_sets[i]), -self.beliefs[i].size, -i),
+            key=lambda i: (len(attrs & self._node_sets[i]), -self._cells[i], -i),
         )
         chosen = {first}
         covered = set(attrs & self._node_sets[first])
-        for a in sorted(attrs - covered, key=self.domain.attrs.index):
+        for a in sorted(attrs - covered, key=self._labels.__getitem__):
             if a in covered:
                 continue
             best = min(
                 (self._path_to(i, chosen) for i in self._attr_nodes[a]),
-                key=lambda p: (len(p), sum(self.beliefs[i].size for i in p), p[0]),
+                key=lambda p: (len(p), sum(map(self._cells.__getitem__, p)), p[0]),
             )
             chosen.update(best)
             for i in best:

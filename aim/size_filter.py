@@ -240,11 +240,14 @@ class SizeFilter:
             adj[v] |= extra.get(v, 0)
             keys[v] = self.cells(adj[v] | 1 << v)
         seps: set[int] = set()
-        total = 0
+        total, left = 0, merged
         while alive:
             v = min(alive, key=keys.__getitem__)
             clique = self._eliminate(v, adj, keys, alive)
             total += 0 if clique in seps else self.cells(clique)
+            left &= ~(1 << v)
+            if clique & ~(1 << v) == left:  # the attributes left form a clique: no later clique counts
+                break
             seps.add(clique & ~(1 << v))
         return total
 
@@ -294,7 +297,9 @@ class SizeFilter:
             seps.add(nbrs)
             left &= ~bit
             k += 1
-            if alive and left == alive_masks[k]:
+            if nbrs == left:  # the attributes left form a clique now: every later clique is in seps
+                return len(self.order), total, None
+            if left == alive_masks[k]:
                 g = states[k][0]
                 if all(g[u] & ~adj[u] == 0 for u in alive):
                     return k, total, {u: adj[u] & ~g[u] for u in alive if adj[u] & ~g[u]}

@@ -101,3 +101,22 @@ def test_allowed_sets_equal_reference_filter_on_a_growing_wide_model(seed):
         if step % 6 == 0:
             assert allowed == reference_filter(domain, model, cands, limit)
         cliques = cliques + [allowed[int(rng.integers(len(allowed)))]]
+
+
+def test_candidate_cells_are_reused_only_for_the_same_graph_and_nodes():
+    from aim.size_filter import candidate_cells
+
+    dom = Domain(("a", "b", "c", "d", "e"), (2, 3, 4, 5, 6))
+    cands = list(itertools.combinations(dom.attrs, 2)) + list(itertools.combinations(dom.attrs, 3))
+    base = [("a", "b"), ("b", "c"), ("d",), ("e",)]
+    nodes = build_junction_tree(dom, base).nodes
+    cells = candidate_cells(dom, base, nodes, cands)
+    # the same interaction graph from other cliques (a sub-clique added): the same answers, reused
+    assert candidate_cells(dom, base + [("a",)], nodes, cands) is cells
+    for r, got in zip(cands, cells):
+        inside = any(set(r) <= set(n) for n in nodes)
+        assert got == (None if inside else _size_cells(dom, frozenset(frozenset(c) for c in base + [r])))
+    grown = base + [("c", "d")]
+    other = candidate_cells(dom, grown, build_junction_tree(dom, grown).nodes, cands)
+    assert other is not cells
+    assert other[cands.index(("a", "e"))] == _size_cells(dom, frozenset(frozenset(c) for c in grown + [("a", "e")]))

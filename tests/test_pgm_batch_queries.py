@@ -110,3 +110,20 @@ def test_blas_contractions_give_the_einsum_answers(seed, random_model, monkeypat
         truth = np.transpose(joint.sum(axis=axes), [order.index(a) for a in q])
         np.testing.assert_allclose(table, truth, rtol=1e-9, atol=1e-10 * model.total)
         np.testing.assert_allclose(table, _per_query(model, q), rtol=1e-10, atol=1e-10 * model.total)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_models_on_one_tree_share_its_plans_but_not_their_answers(seed, random_model):
+    # Homes, covers, cuts and in-node read plans are memoised per tree shape: the next model on the
+    # same tree (as AIM's rounds that add no edge) reuses them and must still get its own answers.
+    rng = np.random.default_rng(900 + seed)
+    domain, cliques = random_structure(rng, 8, 9)
+    queries = list(itertools.combinations(domain.attrs, 2)) + list(itertools.combinations(domain.attrs, 3))
+    first = random_model(domain, cliques, rng, total=700.0, scale=1.5)
+    second = random_model(domain, cliques, rng, total=300.0, scale=1.5)
+    assert second.tree == first.tree
+    for model in (first, second, first):
+        joint = brute_force_joint(domain, model.cliques, [f.values for f in model.potentials.values()], model.total)
+        for q, table in zip(queries, model.marginals(queries)):
+            axes = tuple(i for i, a in enumerate(domain.attrs) if a not in q)
+            np.testing.assert_allclose(table, joint.sum(axis=axes), rtol=1e-9, atol=1e-10 * model.total)

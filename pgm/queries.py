@@ -27,6 +27,10 @@ from .junction_tree import Clique, JunctionTree
 from .plans import MarginalPlan, conditional, sum_out
 
 
+#: the least cell budget of the parts a batch of out-of-node queries holds for reuse (see _split_outside)
+PARTS_CELLS = 1 << 22
+
+
 class MarginalOracle:
     """Answers marginal queries (counts) from calibrated node beliefs of a junction tree."""
 
@@ -128,7 +132,9 @@ class MarginalOracle:
                 if len(part) > 1 and part not in self._cache and self._home(part) is None:
                     outside[part] = None
         if len(outside) > 1:
-            budget = sum(b.size for b in self.beliefs)  # cells of the parts held for reuse
+            # cells of the parts held for reuse (for the batch only): the model's, and at least
+            # PARTS_CELLS (32 MB) so small models recompute no part
+            budget = max(sum(b.size for b in self.beliefs), PARTS_CELLS)
             for attrs, (order, table) in split_marginals(self, list(outside), budget).items():
                 table.flags.writeable = False
                 self._cache[attrs] = order, table

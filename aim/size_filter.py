@@ -277,16 +277,15 @@ class SizeFilter:
         """Eliminate greedily from step ``k`` (state given, updated in place) until the same attributes
         are left as in G's trace with every edge of G's state there; (step, cells, the edges G lacks
         then), or (n, cells, None) at the end."""
-        cells, sizes, alive_masks, states = self._cells, self.sizes, self.alive_masks, self.states
+        cells, alive_masks, states = self._cells, self.alive_masks, self.states
         left = alive_masks[k]
         while alive:
             v = min(alive, key=keys.__getitem__)
             nbrs = adj[v]
             bit = 1 << v
-            for u in _bits(nbrs):  # eliminate v: its neighbours become a clique
-                m = (adj[u] | nbrs) & ~(bit | 1 << u)
-                adj[u] = m
-                m |= 1 << u
+            for u in _BITS.get(nbrs) or _bits(nbrs):  # eliminate v: its neighbours become a clique
+                m = (adj[u] | nbrs) & ~bit  # u's closed neighbourhood (u is in nbrs)
+                adj[u] = m ^ 1 << u
                 c = cells.get(m)
                 keys[u] = c if c is not None else self.cells(m)
             alive.remove(v)

@@ -1,0 +1,90 @@
+"""`pgm.threads`: large-table passes cut into slabs and run on a thread pool give numpy's results
+(elementwise: bit for bit; sums: to rounding, and bit for bit across thread counts)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from pgm import threads
+
+
+@pytest.fixture
+def every_table_split(monkeypatch):
+    monkeypatch.setattr(threads, "MIN_CELLS", 1)
+
+
+def random_shapes(rng, count):
+    for _ in range(count):
+        yield tuple(int(s) for s in rng.integers(1, 9, rng.integers(2, 6)))
+
+
+@pytest.mark.parametrize("count", ["1", "2", "3"])
+def test_sums_match_numpy_and_do_not_depend_on_the_thread_count(count, every_table_split, monkeypatch):
+    rng = np.random.default_rng(1)
+    for shape in random_shapes(rng, 40):
+        values = rng.random(shape) * 10.0 ** rng.uniform(-3, 3, shape)
+        factor = rng.random([s if rng.random() < 0.6 else 1 for s in shape])
+        for r in range(1, len(shape) + 1):
+            for kept in itertools.combinations(range(len(shape)), r):
+                for order in dict.fromkeys((kept, kept[::-1])):
+                    want = np.einsum(values, list(range(len(shape))), list(order))
+                    monkeypatch.setenv("DP_MARGINALS_THREADS", "1")
+                    alone = threads.sum_kept(values, order)
+                    alone_f = threads.sum_kept(values, order, factor)
+                    monkeypatch.setenv("DP_MARGINALS_THREADS", count)
+                    got = threads.sum_kept(values, order)
+                    np.testing.assert_allclose(got, want, rtol=1e-13, atol=0)
+                    np.testing.assert_array_equal(got, alone)
+                    got_f = threads.sum_kept(values, order, factor)
+                    want_f = np.einsum(values * factor, list(range(len(shape))), list(order))
+                    np.testing.assert_allclose(got_f, want_f, rtol=1e-13, atol=0)
+                    np.testing.assert_array_equal(got_f, alone_f)
+
+
+def test_elementwise_passes_are_exactly_numpy(every_table_split, monkeypatch):
+    monkeypatch.setenv("DP_MARGINALS_THREADS", "2")
+    rng = np.random.default_rng(2)
+    for shape in random_shapes(rng, 40):
+        parts = [rng.random([s if rng.random() < 0.5 else 1 for s in shape]) for _ in range(3)]
+        parts[0] = rng.random(shape)  # the first operand spans the table
+        out = np.empty(shape)
+        threads.chain(np.multiply, parts, out)
+        np.testing.assert_array_equal(out, parts[0] * parts[1] * parts[2])
+        threads.chain(np.add, parts[:2], out)
+        np.testing.assert_array_equal(out, parts[0] + parts[1])
+        table = parts[0].copy()
+        threads.scale(table, parts[1])
+        np.testing.assert_array_equal(table, parts[0] * parts[1])
+        threads.scale(table, 2.5)
+        np.testing.assert_array_equal(table, parts[0] * parts[1] * 2.5)
+
+
+def test_small_tables_stay_in_the_calling_thread():
+    assert threads.split_axis((64, 64)) is None  # 4,096 cells < MIN_CELLS
+    assert threads.split_axis((2, 3, 1 << 16)) == 0
+    assert threads.split_axis((2, 3, 1 << 16), allowed=[1, 2]) == 1
+    assert threads.split_axis((1, 1 << 18), allowed=[0]) is None  # nothing to cut along
+
+
+def test_a_worker_error_reaches_the_caller(every_table_split, monkeypatch):
+    monkeypatch.setenv("DP_MARGINALS_THREADS", "2")
+    seen = []
+
+    def work(lo, hi):
+        seen.append((lo, hi))
+        if lo == 3:
+            raise RuntimeError("slab failed")
+
+    with pytest.raises(RuntimeError, match="slab failed"):
+        threads.run_slabs(work, 8, 8)
+    threads.run_slabs(lambda lo, hi: None, 8, 8)  # the pool still works afterwards
+
+
+@pytest.mark.parametrize("value", ["0", "-2", "two"])
+def test_a_bad_thread_count_is_refused(value, monkeypatch):
+    monkeypatch.setenv("DP_MARGINALS_THREADS", value)
+    with pytest.raises(ValueError, match="DP_MARGINALS_THREADS"):
+        threads.thread_count()

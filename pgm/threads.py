@@ -26,6 +26,8 @@ import numpy as np
 
 #: tables with fewer cells are processed whole, in the calling thread.
 MIN_CELLS = 1 << 17
+#: a slab must hold contiguous runs of at least this many cells.
+MIN_RUN = 1 << 15
 #: a large table is cut into this many slabs (fewer if the axis is shorter), whatever the thread
 #: count: sums over slabs can round differently from one pass, so the cut must not depend on it.
 SLABS = 8
@@ -75,14 +77,22 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_pool)
 
 
-def split_axis(shape: Sequence[int], allowed: Sequence[int] | None = None) -> int | None:
-    """The axis to cut a large table of ``shape`` along: the outermost of ``allowed`` (default: any)
-    that has two cells or more, so the slabs stay as contiguous as they can; None when the table
-    is too small or nothing can be cut."""
-    if math.prod(shape) < MIN_CELLS:
+def split_axis(table: np.ndarray, allowed: Sequence[int] | None = None) -> int | None:
+    """The axis to cut a large C-contiguous ``table`` along: the outermost of ``allowed`` (default:
+    any) with two cells or more whose slabs are runs of at least `MIN_RUN` contiguous cells (a cut
+    further in makes short strided slabs that numpy sums slowly); None: don't cut (small, or a
+    view in another memory order, e.g. a transposed node belief)."""
+    if table.size < MIN_CELLS or not table.flags.c_contiguous:
         return None
-    axes = range(len(shape)) if allowed is None else sorted(allowed)
-    return next((axis for axis in axes if shape[axis] >= 2), None)
+    allowed = range(table.ndim) if allowed is None else set(allowed)
+    inner = table.size
+    for axis, length in enumerate(table.shape):
+        inner //= length
+        if inner < MIN_RUN:
+            return None
+        if axis in allowed and length >= 2:
+            return axis
+    return None
 
 
 def _bounds(length: int, pieces: int) -> list[tuple[int, int]]:
@@ -102,28 +112,38 @@ def _slab(array: np.ndarray, axis: int, start: int, stop: int) -> np.ndarray:
 
 def run_slabs(work: Callable[[int, int], None], length: int, pieces: int) -> None:
     """``work(start, stop)`` for each of ``pieces`` slabs of ``range(length)``. The caller and up to
-    thread_count() - 1 pool threads take slabs from a shared counter until none is left, so a core
-    busy with something else slows the pass down by at most a slab. Which slabs there are does not
-    depend on the thread count."""
+    thread_count() - 1 pool threads take slabs from a shared counter until none is left, and the
+    caller then waits only for slabs already taken: a pool thread that a busy machine starts late
+    finds nothing left and costs nothing. Which slabs there are does not depend on the thread count."""
     bounds = _bounds(length, pieces)
     helpers = min(thread_count(), len(bounds)) - 1
     if helpers < 1:
         for lo, hi in bounds:
             work(lo, hi)
         return
-    claims = iter(range(len(bounds)))  # next() on a shared iterator is atomic under the GIL
+    claims = iter(range(len(bounds)))  # next() on a shared range iterator is atomic under the GIL
+    lock, finished = threading.Lock(), threading.Event()
+    state: dict = {"left": len(bounds), "error": None}
 
     def drain() -> None:
         for k in claims:
-            work(*bounds[k])
+            try:
+                work(*bounds[k])
+            except BaseException as exc:  # handed to the caller below
+                state["error"] = state["error"] or exc
+            finally:
+                with lock:
+                    state["left"] -= 1
+                    if not state["left"]:
+                        finished.set()
 
     pool = _executor(thread_count())
-    futures = [pool.submit(drain) for _ in range(helpers)]
-    try:
-        drain()
-    finally:
-        for future in futures:
-            future.result()
+    for _ in range(helpers):
+        pool.submit(drain)
+    drain()
+    finished.wait()
+    if state["error"] is not None:
+        raise state["error"]
 
 
 def chain(op: np.ufunc, operands: Sequence[np.ndarray], out: np.ndarray) -> np.ndarray:
@@ -137,7 +157,7 @@ def chain(op: np.ufunc, operands: Sequence[np.ndarray], out: np.ndarray) -> np.n
         for t in parts[2:]:
             op(dest, t, out=dest)
 
-    axis = split_axis(out.shape) if out.size >= MIN_CELLS and thread_count() > 1 else None  # elementwise: any cut is exact
+    axis = split_axis(out) if thread_count() > 1 else None  # elementwise: any cut is exact
     if axis is None:
         work()
     else:
@@ -167,7 +187,7 @@ def sum_kept(values: np.ndarray, kept: Sequence[int], factor: np.ndarray | None 
         f = factor if lo is None or axis not in on else _slab(factor, on.index(axis), lo, hi)
         return np.einsum(part, labels, f, on, kept, out=out)
 
-    axis = split_axis(values.shape, kept)
+    axis = split_axis(values, kept)
     if axis is None:
         return reduce()
     out = np.empty([values.shape[a] for a in kept])
@@ -178,7 +198,7 @@ def sum_kept(values: np.ndarray, kept: Sequence[int], factor: np.ndarray | None 
 
 def scale(table: np.ndarray, factor: np.ndarray | float) -> None:
     """``table *= factor`` in place (``factor`` broadcast onto ``table``), split across the threads."""
-    axis = split_axis(table.shape) if table.size >= MIN_CELLS and thread_count() > 1 else None  # elementwise: any cut is exact
+    axis = split_axis(table) if thread_count() > 1 else None  # elementwise: any cut is exact
     if axis is None:
         table *= factor
         return

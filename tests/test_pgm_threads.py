@@ -14,6 +14,7 @@ from pgm import threads
 @pytest.fixture
 def every_table_split(monkeypatch):
     monkeypatch.setattr(threads, "MIN_CELLS", 1)
+    monkeypatch.setattr(threads, "MIN_RUN", 1)
 
 
 def random_shapes(rng, count):
@@ -63,10 +64,12 @@ def test_elementwise_passes_are_exactly_numpy(every_table_split, monkeypatch):
 
 
 def test_small_tables_stay_in_the_calling_thread():
-    assert threads.split_axis((64, 64)) is None  # 4,096 cells < MIN_CELLS
-    assert threads.split_axis((2, 3, 1 << 16)) == 0
-    assert threads.split_axis((2, 3, 1 << 16), allowed=[1, 2]) == 1
-    assert threads.split_axis((1, 1 << 18), allowed=[0]) is None  # nothing to cut along
+    assert threads.split_axis(np.empty((64, 64))) is None  # 4,096 cells < MIN_CELLS
+    assert threads.split_axis(np.empty((2, 3, 1 << 16))) == 0
+    assert threads.split_axis(np.empty((2, 3, 1 << 16)), allowed=[1, 2]) == 1  # runs of 65,536 cells
+    assert threads.split_axis(np.empty((2, 1 << 16, 3)), allowed=[2]) is None  # runs of 1 cell
+    assert threads.split_axis(np.empty((1, 1 << 18)), allowed=[0]) is None  # nothing to cut along
+    assert threads.split_axis(np.empty((1 << 16, 2, 3)).transpose(1, 2, 0)) is None  # not C order
 
 
 def test_a_worker_error_reaches_the_caller(every_table_split, monkeypatch):

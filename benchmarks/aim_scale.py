@@ -159,7 +159,17 @@ def run_one(job: dict) -> dict:
         "error_model": workload_error(data, release.model, all_k_way(data.domain, 2)),
         "cliques": [r["clique"] for r in release.rounds],
         "shares": shares,
+        "threads": _pgm_threads(),
     }
+
+
+def _pgm_threads() -> int:
+    """Threads the checkout's belief propagation uses for large tables (1 before `pgm.threads`)."""
+    try:
+        from pgm.threads import thread_count
+    except ImportError:
+        return 1
+    return thread_count()
 
 
 def in_checkout(job: dict) -> dict:
@@ -179,12 +189,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--code", nargs="+", default=[str(ROOT)],
                         help="project checkout(s) to run (default: this one); several are interleaved job by job")
     parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=None,
+                        help="DP_MARGINALS_THREADS for every run (default: the environment's, else all usable cores)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--job", type=json.loads, help=argparse.SUPPRESS)  # internal: one run, JSON on stdout
     args = parser.parse_args(argv)
     if args.job:
         print(json.dumps(run_one(args.job)))
         return 0
+    if args.threads is not None:
+        if args.threads < 1:
+            parser.error("--threads must be >= 1")
+        os.environ["DP_MARGINALS_THREADS"] = str(args.threads)  # inherited by every run's interpreter
     for name in args.configs:  # generate (and cache) the tables once, before the timed runs
         load_table(name, args.data_seed)
     jobs = [
@@ -203,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"AIM on generated Bayesian-network tables (delta 1e-9, max_model_size {args.max_model_size:g} MB)")
     for k, code in enumerate(args.code):
         print(f"  code {k}: {code}")
+    print(f"  belief-propagation threads per run: {sorted({r.get('threads', 1) for r in results})}")
     head = (f"{'code':>4} {'table':<10}{'attrs':>6}{'rows':>9}{'cand':>6}{'eps':>5}{'seed':>5}{'seconds':>9}{'rounds':>7}"
             f"{'model MB':>9}{'RSS MB':>8}{'error':>8}{'select':>8}{'filter':>8}{'estim':>8}")
     print(head)

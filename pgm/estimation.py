@@ -30,7 +30,7 @@ import numpy as np
 from marginals.domain import Domain
 from marginals.measurement import Measurement
 
-from .inference import TreeEngine
+from .inference import Calibration, TreeEngine
 from .junction_tree import Clique, JunctionTree, build_junction_tree
 from .model import Model
 
@@ -147,10 +147,10 @@ class _Problem:
 
 @dataclass
 class _Iterate:
-    """One point of the descent: potentials, the calibrated tables they give, loss and gradient."""
+    """One point of the descent: potentials, the calibration they give, loss and gradient."""
 
     theta: list[np.ndarray]
-    beliefs: list[np.ndarray]
+    calibration: Calibration
     mu: list[np.ndarray]
     loss: float
     grads: list[np.ndarray]
@@ -203,9 +203,9 @@ def initial_stepsize(lipschitz: float, total: float, warm_start: Model | None = 
 
 def _evaluate(problem: _Problem, theta: list[np.ndarray], slot: int) -> _Iterate:
     """Calibrate ``theta`` into buffer ``slot`` and evaluate the loss there."""
-    beliefs, mu = problem.engine.calibrate_marginals(theta, problem.total, slot=slot)
-    loss, grads = problem.loss(mu)
-    return _Iterate(theta, beliefs, mu, loss, grads)
+    calibration = problem.engine.propagate(theta, problem.total, slot=slot)
+    loss, grads = problem.loss(calibration.marginals)
+    return _Iterate(theta, calibration, calibration.marginals, loss, grads)
 
 
 def _accepts(current: _Iterate, candidate: _Iterate, armijo: float) -> bool:
@@ -289,5 +289,5 @@ def estimate(
     schedule = _Schedule(iters, tol, step_growth, armijo, momentum, callback)
     final, alpha, info = _mirror_descent(problem, alpha, schedule)
     info.update(lipschitz=problem.loss.lipschitz, seconds=time.perf_counter() - start)
-    return Model(domain, problem.cliques, final.theta, problem.total, tree=problem.tree, beliefs=final.beliefs,
+    return Model(domain, problem.cliques, final.theta, problem.total, tree=problem.tree, beliefs=final.calibration.beliefs(),
                  info=info, stepsize=alpha)

@@ -34,6 +34,7 @@ import numpy as np
 
 from marginals.domain import Domain
 
+from . import threads
 from .factor import logsumexp
 from .junction_tree import Clique, JunctionTree
 from .plans import AdditionPlan, MarginalPlan, reduce_axes, sum_out
@@ -115,6 +116,12 @@ class TreeEngine:
         slot and reuses on the next call with the same slot: the results stay valid until then.
         Without it, fresh tables are allocated.
         """
+        calibration = self.propagate(log_potentials, total, slot)
+        return calibration.beliefs(), calibration.marginals
+
+    def propagate(self, log_potentials: Sequence[np.ndarray], total: float, slot: int | None = None) -> "Calibration":
+        """One belief propagation: the potential cliques' marginals now, the node counts on demand
+        (`Calibration.beliefs`). ``slot`` as in `calibrate_marginals`."""
         with np.errstate(divide="ignore", invalid="ignore"):
             return self._calibrate(log_potentials, total, slot)
 
@@ -125,13 +132,14 @@ class TreeEngine:
             self._slots[slot] = [np.empty(p.shape) for p in self._add_plans]
         return self._slots[slot]
 
-    def _calibrate(self, log_potentials, total, slot):
+    def _calibrate(self, log_potentials, total, slot) -> "Calibration":
         tree = self.tree
         buffers = self._buffers(slot)
         in_layout = [v if perm is None else v.transpose(perm) for v, perm in zip(log_potentials, self._to_layout)]
         beliefs: list[np.ndarray | None] = [None] * len(tree.nodes)
         up: dict[int, np.ndarray] = {}
         sums: dict[int, np.ndarray] = {}
+        deferred: dict[int, tuple[list[np.ndarray], float]] = {}  # roots normalised at read-out
         beliefs_cells = self._cells
         for i in self._collect_order:
             tables = [in_layout[k] for k in self._hosted[i]] + [up[c] for c in self._children[i]]
@@ -146,15 +154,25 @@ class TreeEngine:
                 beliefs[i] = self._add_plans[i].run(tables, out=buffers[i])
             if tree.parent[i] is not None:
                 up[i], sums[i] = self._collect(i, tables, beliefs[i], bound)
+            elif bound is not None:
+                deferred[i] = (tables, bound)
             else:  # a root's belief is complete: turn it into counts summing to total
                 self._normalise(i, tables, beliefs[i], bound, total)
+        # Large tables are not rescaled in place on the way down: each keeps the factor it owes
+        # (its separator's counts / its own separator sums, or a root's total / mass), its
+        # read-outs include that factor, and `Calibration.beliefs` applies it if anyone asks.
+        owed: list[np.ndarray | float | None] = [None] * len(tree.nodes)
         marginals: list[np.ndarray | None] = [None] * len(self.cliques)
         for i in self._distribute_order:
-            # Node i holds final counts: read out its potentials' marginals and, for each child,
-            # the separator counts. The child holds exp(belief - shift) with separator sums
-            # `sums`: times (separator counts / sums) it holds its counts (0 where the sum is 0,
-            # a separator state impossible in the child's subtree, where the counts are 0 too).
-            outs = self._marg_plans[i].run(beliefs[i])
+            # Node i's counts are final (up to what it owes): read out its potentials' marginals
+            # and, for each child, the separator counts. The child holds exp(belief - shift) with
+            # separator sums `sums`: times (separator counts / sums) it holds its counts (0 where
+            # the sum is 0, a separator state impossible in the child's subtree, where the counts
+            # are 0 too).
+            if i in deferred:
+                outs, owed[i] = self._read_root(i, *deferred[i], beliefs[i], total)
+            else:
+                outs = self._marg_plans[i].run(beliefs[i], owed[i])
             hosted = self._hosted[i]
             for k, table in zip(hosted, outs):
                 marginals[k] = table
@@ -163,8 +181,26 @@ class TreeEngine:
                 factor[sums[c] == 0] = 0.0
                 if self._sep_back[c] is not None:
                     factor = factor.transpose(self._sep_back[c])
-                beliefs[c] *= factor.reshape(self._down_shape[c])
-        return [b if p is None else b.transpose(p) for b, p in zip(beliefs, self._to_node)], marginals
+                factor = factor.reshape(self._down_shape[c])
+                if beliefs_cells[c] >= _PRODUCT_CELLS:
+                    owed[c] = factor
+                else:
+                    beliefs[c] *= factor
+        return Calibration(beliefs, owed, self._to_node, marginals)
+
+    def _read_root(
+        self, i: int, tables: list[np.ndarray], bound: float, belief: np.ndarray, total: float
+    ) -> tuple[list[np.ndarray], float | None]:
+        """Read-outs of root ``i``, which holds exp(log-belief - ``bound``), as counts summing to
+        ``total``, and the factor its table owes (None: normalised in place, when the bound was
+        too loose for full precision)."""
+        outs = self._marg_plans[i].run(belief)
+        mass = float(outs[0].sum()) if outs else float(belief.sum())
+        if mass >= _ROOT_MASS and np.isfinite(mass):
+            scale = total / mass
+            return [table * scale for table in outs], scale
+        self._normalise(i, tables, belief, bound, total)
+        return self._marg_plans[i].run(belief), None
 
     def _collect(self, i: int, tables: list[np.ndarray], belief: np.ndarray, bound: float | None) -> tuple[np.ndarray, np.ndarray]:
         """Node ``i``'s table as exp(log-belief - shift), in place (it holds that already, with
@@ -205,7 +241,7 @@ class TreeEngine:
         if bound is not None:
             mass = float(belief.sum())
             if mass >= _ROOT_MASS:
-                belief *= total / mass
+                threads.scale(belief, total / mass)
                 return
             self._add_plans[i].run(tables, out=belief)
         peak = belief.max()
@@ -224,6 +260,23 @@ class TreeEngine:
                 for k, table in zip(hosted, self._marg_plans[i].run(node)):
                     out[k] = table
         return out
+
+
+class Calibration:
+    """The result of one belief propagation: the potential cliques' marginals (counts), and the
+    node tables, of which large ones may still owe a factor (applied in place on first request)."""
+
+    def __init__(self, tables: list[np.ndarray], owed: list, to_node: list, marginals: list[np.ndarray]) -> None:
+        self.marginals = marginals
+        self._tables, self._owed, self._to_node = tables, owed, to_node
+
+    def beliefs(self) -> list[np.ndarray]:
+        """Calibrated node counts, axes in node order (views of the engine's buffers for a slot)."""
+        for i, factor in enumerate(self._owed):
+            if factor is not None:
+                threads.scale(self._tables[i], factor)
+                self._owed[i] = None
+        return [b if p is None else b.transpose(p) for b, p in zip(self._tables, self._to_node)]
 
 
 #: a slice whose shifted sum falls below this has lost precision to underflow: redo it exactly.

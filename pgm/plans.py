@@ -20,6 +20,8 @@ from typing import Sequence
 
 import numpy as np
 
+from . import threads
+
 Attrs = tuple[str, ...]
 
 
@@ -48,10 +50,13 @@ def sum_out(values: np.ndarray, axes: Sequence[int], order: Sequence[int] | None
 
     numpy's axis sums crawl when the cells after the summed axis are few (an inner loop of a
     couple of elements per call); one einsum pass is several times faster there and for several
-    axes at once. A single leading axis (rows added whole) stays with numpy.
+    axes at once. A single leading axis (rows added whole) stays with numpy. Large tables are
+    summed slab by slab on every core (`threads.sum_kept`).
     """
     axes = sorted(set(axes))
     kept = [i for i in range(values.ndim) if i not in axes]
+    if axes and values.size >= threads.MIN_CELLS:  # large: slab by slab, on every core
+        return threads.sum_kept(values, kept if order is None else order)
     if order is not None and list(order) != kept:
         return np.einsum(values, list(range(values.ndim)), list(order))
     if not axes:
@@ -133,10 +138,7 @@ class AdditionPlan:
         if len(final) == 1:
             out[...] = final[0]
             return out
-        op(final[0], final[1], out=out)
-        for t in final[2:]:
-            op(out, t, out=out)
-        return out
+        return threads.chain(op, final, out)
 
 
 class MarginalPlan:
@@ -173,9 +175,15 @@ class MarginalPlan:
             perm = tuple(t.index(a) for a in want)
             self.outputs.append((where[t], None if perm == tuple(range(len(perm))) else perm))
 
-    def run(self, table: np.ndarray) -> list[np.ndarray]:
-        """The target marginals (each with axes in its requested order)."""
+    def run(self, table: np.ndarray, factor: np.ndarray | None = None) -> list[np.ndarray]:
+        """The target marginals (each with axes in its requested order) of ``table``, or of ``table``
+        times ``factor`` (broadcast onto it) without forming that product."""
         work = [table]
         for source, axis in self.steps:
-            work.append(sum_out(work[source], (axis,)))
+            if source == 0 and factor is not None:
+                work.append(threads.sum_kept(table, [k for k in range(table.ndim) if k != axis], factor))
+            else:
+                work.append(sum_out(work[source], (axis,)))
+        if factor is not None and any(i == 0 for i, _ in self.outputs):  # a target is the whole node
+            work[0] = table * factor
         return [work[i] if perm is None else work[i].transpose(perm) for i, perm in self.outputs]

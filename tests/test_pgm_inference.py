@@ -274,3 +274,44 @@ def test_both_ways_of_building_node_tables_give_brute_force_marginals(path, rand
         test_potentials_that_disagree_by_far_more_than_exp_range_stay_exact(seed, random_model)
         test_node_layouts_unlike_domain_order_give_brute_force_beliefs(seed, 400.0, random_model)
     test_marginals_with_peaked_potentials_are_stable(400.0, random_model)
+
+
+@pytest.mark.parametrize("threads", ["1", "3"])
+def test_large_table_paths_on_every_core_give_brute_force_marginals(threads, random_model, monkeypatch):
+    # Force every node through the large-node path (product build, owed factors read out without
+    # rescaling, root normalised at read-out) and every pass through the slabbed thread pool.
+    import pgm.inference
+    import pgm.threads
+
+    monkeypatch.setattr(pgm.inference, "_PRODUCT_CELLS", 0)
+    monkeypatch.setattr(pgm.threads, "MIN_CELLS", 1)
+    monkeypatch.setattr(pgm.threads, "MIN_RUN", 1)
+    monkeypatch.setenv("DP_MARGINALS_THREADS", threads)
+    for seed in range(2):
+        for structure in ("tree", "five_cycle_and_triple", "disconnected", "mixed_orders_and_subcliques"):
+            test_marginals_equal_brute_force(structure, seed, random_model)
+        test_marginals_with_structural_zeros(seed, random_model)
+        test_potentials_that_disagree_by_far_more_than_exp_range_stay_exact(seed, random_model)
+        test_node_layouts_unlike_domain_order_give_brute_force_beliefs(seed, 400.0, random_model)
+
+
+def test_propagate_gives_marginals_now_and_beliefs_on_demand(random_model, monkeypatch):
+    import pgm.inference
+
+    monkeypatch.setattr(pgm.inference, "_PRODUCT_CELLS", 0)  # every non-root node owes a factor
+    rng = np.random.default_rng(5)
+    dom = Domain(tuple("abcdef"), (6, 5, 4, 3, 2, 2))
+    cliques = [("a", "b", "c"), ("b", "c", "d"), ("c", "d", "e"), ("a", "f"), ("e", "f")]
+    model = random_model(dom, cliques, rng, total=300.0)
+    potentials = log_potentials(model)
+    tree = build_junction_tree(dom, cliques)
+    engine = TreeEngine(tree, cliques)
+    joint = brute_force_joint(dom, cliques, potentials, 300.0)
+    calibration = engine.propagate(potentials, 300.0, slot=0)
+    for clique, table in zip(cliques, calibration.marginals):
+        np.testing.assert_allclose(table, bf_marginal(joint, dom, clique), rtol=0, atol=TOL * 300)
+    first = [b.copy() for b in calibration.beliefs()]
+    again = calibration.beliefs()  # the owed factors are applied once
+    for node, b1, b2 in zip(tree.nodes, first, again):
+        np.testing.assert_array_equal(b1, b2)
+        np.testing.assert_allclose(b1, bf_marginal(joint, dom, node), rtol=0, atol=TOL * 300)

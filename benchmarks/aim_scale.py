@@ -165,11 +165,10 @@ def run_one(job: dict) -> dict:
 
 def _pgm_threads() -> int:
     """Threads the checkout's belief propagation uses for large tables (1 before `pgm.threads`)."""
-    try:
-        from pgm.threads import thread_count
-    except ImportError:
-        return 1
-    return thread_count()
+    import pgm.inference
+
+    threads = getattr(pgm.inference, "threads", None)  # the checkout's own, not an installed copy
+    return 1 if threads is None else threads.thread_count()
 
 
 def in_checkout(job: dict) -> dict:

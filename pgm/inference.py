@@ -3,7 +3,7 @@
 `TreeEngine` compiles, once per (tree, potential cliques), everything the hot loop needs:
 where each potential clique lands in its node (axis permutation and broadcast shape), which
 axes each message sums out, and how each node belief projects back onto the potential cliques.
-`calibrate` then runs the HUGIN two-pass schedule:
+`calibrate` / `propagate` then run the HUGIN two-pass schedule:
 
 - collect (leaves -> root): message = logsumexp of the child's belief over non-separator axes;
 - each root's belief is then complete: it is normalised to counts summing to ``total`` (per
@@ -15,6 +15,14 @@ axes each message sums out, and how each node belief projects back onto the pote
   conditional given the separator times the separator counts (0 where its sum is 0: a separator
   state impossible in the child's subtree, whose count is 0 too). Every node ends with its
   exact, normalised counts, after one exp per cell.
+
+Large nodes (the product-built ones) skip the rescaling passes: a child keeps the factor it owes
+(separator counts / its separator sums) and reads its marginals out of table x factor in one
+two-operand sum each; a root is normalised at read-out (its mass is the sum of a read-out, its
+read-outs are rescaled, not the table). `propagate` returns a `Calibration`: the potential
+cliques' marginals at once, the node counts only when asked (`Calibration.beliefs` applies what
+is owed, once) — mirror descent asks for them once per fit, not per step. The passes over large
+tables run on every core (`pgm.threads`).
 
 Stable with -inf potentials (structural zeros) and potentials far outside exp's range: a node's
 table is built directly as exp(log-table - bound), the product of its summands' exponentials

@@ -90,7 +90,11 @@ def _l1_distances(truths: list[np.ndarray], estimates: list[np.ndarray], sizes: 
     start = 0
     while start < len(truths):
         stop = max(start + 1, int(np.searchsorted(ends, ends[start] - sizes[start] + chunk, side="right")))
-        diff = np.concatenate([e.ravel() for e in estimates[start:stop]]).astype(np.float64, copy=False)
+        diff = np.empty(int(ends[stop - 1] - ends[start] + sizes[start]))
+        pos = 0
+        for e in estimates[start:stop]:  # one copy each, whatever the estimate's memory order
+            diff[pos : pos + e.size].reshape(e.shape)[...] = e
+            pos += e.size
         np.subtract(np.concatenate([t.ravel() for t in truths[start:stop]]), diff, out=diff)  # truths: counts (ints)
         np.abs(diff, out=diff)
         out[start:stop] = np.add.reduceat(diff, np.cumsum(sizes[start:stop]) - sizes[start:stop])

@@ -123,11 +123,13 @@ class SizeFilter:
             self.position[v] = k
 
     def _eliminate(self, v: int, adj: list[int], keys: list[int], alive: list[int]) -> int:
-        nbrs = adj[v]
-        bit = 1 << v
-        for u in _bits(nbrs):
-            adj[u] = (adj[u] | nbrs) & ~(bit | 1 << u)
-            keys[u] = self.cells(adj[u] | 1 << u)
+        """Eliminate ``v`` (in place): its neighbours become a clique and are re-keyed; returns its clique."""
+        nbrs, bit, cells = adj[v], 1 << v, self._cells
+        for u in _BITS.get(nbrs) or _bits(nbrs):
+            m = (adj[u] | nbrs) & ~bit  # u's closed neighbourhood (u is in nbrs)
+            adj[u] = m ^ 1 << u
+            c = cells.get(m)
+            keys[u] = c if c is not None else self.cells(m)
         alive.remove(v)
         return nbrs | bit
 
@@ -281,15 +283,9 @@ class SizeFilter:
         left = alive_masks[k]
         while alive:
             v = min(alive, key=keys.__getitem__)
-            nbrs = adj[v]
+            clique = self._eliminate(v, adj, keys, alive)
             bit = 1 << v
-            for u in _BITS.get(nbrs) or _bits(nbrs):  # eliminate v: its neighbours become a clique
-                m = (adj[u] | nbrs) & ~bit  # u's closed neighbourhood (u is in nbrs)
-                adj[u] = m ^ 1 << u
-                c = cells.get(m)
-                keys[u] = c if c is not None else self.cells(m)
-            alive.remove(v)
-            clique = nbrs | bit
+            nbrs = clique ^ bit
             if clique not in seps:
                 c = cells.get(clique)
                 total += c if c is not None else self.cells(clique)

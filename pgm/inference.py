@@ -127,7 +127,7 @@ class TreeEngine:
         calibration = self.propagate(log_potentials, total, slot)
         return calibration.beliefs(), calibration.marginals
 
-    def propagate(self, log_potentials: Sequence[np.ndarray], total: float, slot: int | None = None) -> "Calibration":
+    def propagate(self, log_potentials: Sequence[np.ndarray], total: float, slot: int | None = None) -> Calibration:
         """One belief propagation: the potential cliques' marginals now, the node counts on demand
         (`Calibration.beliefs`). ``slot`` as in `calibrate_marginals`."""
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -140,7 +140,7 @@ class TreeEngine:
             self._slots[slot] = [np.empty(p.shape) for p in self._add_plans]
         return self._slots[slot]
 
-    def _calibrate(self, log_potentials, total, slot) -> "Calibration":
+    def _calibrate(self, log_potentials, total, slot) -> Calibration:
         tree = self.tree
         buffers = self._buffers(slot)
         in_layout = [v if perm is None else v.transpose(perm) for v, perm in zip(log_potentials, self._to_layout)]

@@ -24,6 +24,12 @@ cliques' marginals at once, the node counts only when asked (`Calibration.belief
 is owed, once) — mirror descent asks for them once per fit, not per step. The passes over large
 tables run on every core (`pgm.threads`).
 
+Large nodes whose factors (merged summands, exponentiated) overlap little are not formed at all
+while propagating: their message up and their read-outs (with the owed factor) are contractions
+of the factors, a few BLAS matrix products (`pgm.factored`), chosen per node at compile time when
+their estimated cost is below that of forming the table and reading it out. Their tables are
+formed only when `Calibration.beliefs` is asked for.
+
 Stable with -inf potentials (structural zeros) and potentials far outside exp's range: a node's
 table is built directly as exp(log-table - bound), the product of its summands' exponentials
 each shifted by its own max (bound: the sum of those maxima, >= the table's max; no exp pass
@@ -44,6 +50,7 @@ from marginals.domain import Domain
 
 from . import threads
 from .factor import logsumexp
+from .factored import FactorPlan, choose_reading
 from .junction_tree import Clique, JunctionTree
 from .plans import AdditionPlan, MarginalPlan, reduce_axes, sum_out
 
@@ -106,10 +113,37 @@ class TreeEngine:
             self._marg_plans.append(MarginalPlan(layout, sizes, targets))
             sep = set(tree.separator(i))
             self._up_axes.append(tuple(j for j, a in enumerate(layout) if a not in sep))
+        # Large nodes whose factors overlap little: contracted, never formed (`pgm.factored`).
+        self._factored: dict[int, tuple[AdditionPlan, FactorPlan | None, FactorPlan]] = {}
+        for i in range(len(tree.nodes)):
+            items = [tuple(a for a in self.layouts[i] if a in self.cliques[k]) for k in hosted[i]]
+            items += [self._sep_order[c] for c in children[i]]
+            chosen = self._factor_plans(i, items, [self.cliques[k] for k in hosted[i]] + [self._sep_order[c] for c in children[i]], sizes)
+            if chosen is not None:
+                self._factored[i] = chosen
         # Post-order over every node (children before parents, each root after its tree).
         self._collect_order = [child for child, _ in tree.collect] + list(tree.roots)
         self._slots: dict[int, list[np.ndarray]] = {}
         self._distribute_order = list(reversed(self._collect_order))
+
+    def _factor_plans(self, i: int, items: list[Clique], targets: list[Clique], sizes: dict[str, int]):
+        """(summand merges, message-up plan or None for a root, read-out plan) that read node ``i``
+        out of its factors, when that is estimated cheaper than forming its table; else None."""
+        if self._cells[i] < _FACTOR_CELLS or not items or not targets:
+            return None
+        layout, is_child = self.layouts[i], self.tree.parent[i] is not None
+        chosen = choose_reading(
+            tuple((a, sizes[a]) for a in layout),
+            tuple(items),
+            tuple(tuple(layout.index(a) for a in t) for t in targets),
+            tuple(self._sep_axes[i]) if is_child else None,
+            tuple(a for a, n in enumerate(self._down_shape[i]) if n != 1) if is_child else None,
+            sum(source == 0 for source, _ in self._marg_plans[i].steps),
+        )
+        if chosen is None:
+            return None
+        merges, up, down = chosen
+        return (self._add_plans[i] if merges is None else merges), up, down
 
     def calibrate(self, log_potentials: Sequence[np.ndarray], total: float) -> list[np.ndarray]:
         """Node marginals (counts summing to ``total`` in every component) for the given log-potentials."""
@@ -149,8 +183,26 @@ class TreeEngine:
         sums: dict[int, np.ndarray] = {}
         deferred: dict[int, tuple[list[np.ndarray], float]] = {}  # roots normalised at read-out
         beliefs_cells = self._cells
+        factors: dict[int, list[np.ndarray]] = {}  # factored nodes: their exponentiated factors
         for i in self._collect_order:
             tables = [in_layout[k] for k in self._hosted[i]] + [up[c] for c in self._children[i]]
+            if i in self._factored:
+                merges, plan, _ = self._factored[i]
+                exps, bound = merges.exp_factors(tables)
+                if bound is not None:
+                    if plan is None:  # a root: read out (and normalised) on the way down
+                        factors[i], deferred[i] = exps, (tables, bound)
+                        beliefs[i] = buffers[i]
+                        continue
+                    total_up = plan.run(exps)[0]
+                    if total_up.min() >= _UNDERFLOW:
+                        factors[i], beliefs[i] = exps, buffers[i]
+                        up[i], sums[i] = np.log(total_up) + bound, total_up
+                        continue
+                    # underflow: form the table and take the exact path below
+                    beliefs[i] = merges.product(exps, out=buffers[i])
+                    up[i], sums[i] = self._collect(i, tables, beliefs[i], bound)
+                    continue
             # Large nodes: exp(log-table - bound) as the product of the summands' shifted
             # exponentials, one pass over the node and no exp of it (bound: the sum of the
             # summands' maxima). Small ones (or a summand with no finite maximum): the log-table,
@@ -177,7 +229,9 @@ class TreeEngine:
             # separator sums `sums`: times (separator counts / sums) it holds its counts (0 where
             # the sum is 0, a separator state impossible in the child's subtree, where the counts
             # are 0 too).
-            if i in deferred:
+            if i in factors:
+                outs, owed[i] = self._read_factored(i, factors, deferred, beliefs, owed[i], total)
+            elif i in deferred:
                 outs, owed[i] = self._read_root(i, *deferred[i], beliefs[i], total)
             else:
                 outs = self._marg_plans[i].run(beliefs[i], owed[i])
@@ -194,7 +248,25 @@ class TreeEngine:
                     owed[c] = factor
                 else:
                     beliefs[c] *= factor
-        return Calibration(beliefs, owed, self._to_node, marginals)
+        return Calibration(beliefs, owed, self._to_node, marginals,
+                           {i: (self._factored[i][0], exps) for i, exps in factors.items()})
+
+    def _read_factored(self, i: int, factors: dict, deferred: dict, beliefs: list, owed, total: float):
+        """Read-outs of factored node ``i`` and the factor its table owes: contracted from its
+        factors (and ``owed``, for a child). A root whose mass is too small for the bound is formed
+        and normalised exactly (and leaves ``factors``: its table is then complete)."""
+        merges, _, plan = self._factored[i]
+        if i not in deferred:
+            return plan.run(factors[i] + [owed]), owed
+        outs = plan.run(factors[i])
+        mass = float(outs[0].sum())
+        if mass >= _ROOT_MASS and np.isfinite(mass):
+            scale = total / mass
+            return [table * scale for table in outs], scale
+        tables, bound = deferred[i]
+        beliefs[i] = merges.product(factors.pop(i), out=beliefs[i])
+        self._normalise(i, tables, beliefs[i], bound, total)
+        return self._marg_plans[i].run(beliefs[i]), None
 
     def _read_root(
         self, i: int, tables: list[np.ndarray], bound: float, belief: np.ndarray, total: float
@@ -274,12 +346,16 @@ class Calibration:
     """The result of one belief propagation: the potential cliques' marginals (counts), and the
     node tables, of which large ones may still owe a factor (applied in place on first request)."""
 
-    def __init__(self, tables: list[np.ndarray], owed: list, to_node: list, marginals: list[np.ndarray]) -> None:
+    def __init__(self, tables: list, owed: list, to_node: list, marginals: list[np.ndarray], unformed: dict | None = None) -> None:
         self.marginals = marginals
         self._tables, self._owed, self._to_node = tables, owed, to_node
+        self._unformed = unformed or {}  # node -> (its AdditionPlan, its exponentiated factors)
 
     def beliefs(self) -> list[np.ndarray]:
         """Calibrated node counts, axes in node order (views of the engine's buffers for a slot)."""
+        for i, (plan, exps) in sorted(self._unformed.items()):
+            self._tables[i] = plan.product(exps, out=self._tables[i])
+        self._unformed = {}
         for i, factor in enumerate(self._owed):
             if factor is not None:
                 threads.scale(self._tables[i], factor)
@@ -291,6 +367,8 @@ class Calibration:
 _UNDERFLOW = 1e-290
 #: nodes with at least this many cells are built as products of exponentials (see `_calibrate`).
 _PRODUCT_CELLS = 1 << 14
+#: nodes with at least this many cells may be contracted from their factors instead (see `_factor_plans`).
+_FACTOR_CELLS = threads.MIN_CELLS
 #: a root whose exponentials (shifted by the summands' bound) sum to less than this is redone with its max.
 _ROOT_MASS = 1e-100
 

@@ -76,11 +76,13 @@ def conditional(table: np.ndarray, summed: Sequence[int]) -> np.ndarray:
 class AdditionPlan:
     """Sum tables over subsets of ``node`` (each given in node order) into one node table."""
 
-    def __init__(self, node: Attrs, sizes: dict[str, int], items: Sequence[Attrs], merge_fraction: float = 0.25):
+    def __init__(self, node: Attrs, sizes: dict[str, int], items: Sequence[Attrs], merge_fraction: float = 0.25,
+                 limit: int | None = None):
         self.node = node
         self.shape = tuple(sizes[a] for a in node)
         node_cells = math.prod(self.shape)
-        limit = node_cells * merge_fraction
+        if limit is None:  # merged tables of at most this many cells
+            limit = node_cells * merge_fraction
         live: dict[int, Attrs] = dict(enumerate(items))
         self.merges: list[tuple[int, int, tuple[int, ...], tuple[int, ...]]] = []
         next_id = len(items)
@@ -102,6 +104,9 @@ class AdditionPlan:
             next_id += 1
         self.final = [(k, _bshape(sizes, node, live[k])) for k in sorted(live)]
         self.n_items = len(items)
+        # cells the merges and the exponentials pass over (a merge: its union; exp: each summand)
+        self.merge_cells = sum(math.prod(max(x, y) for x, y in zip(si, sj)) for _, _, si, sj in self.merges)
+        self.exp_cells = sum(math.prod(shape) for _, shape in self.final)
 
     def _final(self, tables: Sequence[np.ndarray]) -> list[np.ndarray]:
         """The merged summands, each shaped to broadcast onto the node."""
@@ -122,12 +127,31 @@ class AdditionPlan:
         """exp(node table - bound) and the bound (the sum of the merged summands' maxima, >= the
         table's max) in one pass over the node: the product of the summands' shifted
         exponentials. The bound is None (and the table unusable) when a maximum is not finite."""
-        final = self._final(tables)
+        factors, bound = self.exp_factors(tables)
+        if bound is None:
+            return (np.empty(self.shape) if out is None else out), None
+        return self.product(factors, out), bound
+
+    def exp_factors(self, tables: Sequence[np.ndarray]) -> tuple[list[np.ndarray], float | None]:
+        """The merged summands' shifted exponentials exp(summand - its max), whose product is
+        exp(node table - bound), and the bound (None, and no factors, when a maximum is not finite)."""
+        final = [np.ascontiguousarray(t) for t in self._final(tables)]  # strided views are slow to reduce and exp
         peaks = [float(t.max()) for t in final]
         bound = sum(peaks)
         if not np.isfinite(bound) or not all(np.isfinite(peaks)):
-            return (np.empty(self.shape) if out is None else out), None
-        return self._combine([np.exp(t - p) for t, p in zip(final, peaks)], np.multiply, 1.0, out), bound
+            return [], None
+        exps = [np.subtract(t, p) for t, p in zip(final, peaks)]
+        for table in exps:
+            np.exp(table, out=table)
+        return exps, bound
+
+    def product(self, factors: Sequence[np.ndarray], out: np.ndarray | None = None) -> np.ndarray:
+        """The node table: the product of ``factors`` (from `exp_factors`) broadcast onto the node."""
+        return self._combine(list(factors), np.multiply, 1.0, out)
+
+    def scopes(self) -> list[tuple[int, ...]]:
+        """The node axes each merged summand spans (the axes `exp_factors`' tables are not 1 on)."""
+        return [tuple(a for a, n in enumerate(shape) if n != 1) for _, shape in self.final]
 
     def _combine(self, final: list[np.ndarray], op, empty: float, out: np.ndarray | None) -> np.ndarray:
         if out is None:

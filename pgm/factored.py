@@ -18,6 +18,7 @@ in the same units as `materialised_cost`, so the engine can pick the cheaper way
 
 from __future__ import annotations
 
+import collections
 import functools
 import math
 from typing import Sequence
@@ -35,6 +36,8 @@ Clique = tuple[str, ...]
 #: thread: ~0.03 ns per multiply-add in a 840 x 135 x 32 product, ~0.3-1 ns per cell of a
 #: broadcast pass); kept conservative so that only clear wins switch a node.
 BLAS_WEIGHT = 0.25
+#: nodes with more factors than this (after merging) are formed, never planned as contractions.
+MAX_FACTORS = 12
 #: fixed cost of one step (a numpy or BLAS call and its bookkeeping, ~10 us), in the same units.
 STEP_COST = 1e4
 
@@ -112,11 +115,13 @@ class FactorPlan:
         live = list(range(len(self.factor_labels)))
         while len(live) > 1:
             best = None
+            spans = collections.Counter(a for r in live for a in self.labels[r])  # live tables per axis
             for x in range(len(live)):
                 for y in range(x + 1, len(live)):
                     p, q = live[x], live[y]
-                    others = set(want).union(*(self.labels[r] for r in live if r not in (p, q)))
                     union = set(self.labels[p]) | set(self.labels[q])
+                    # axes the rest needs: the target's, and those another live table spans
+                    others = set(want) | {a for a in union if spans[a] > (a in self.labels[p]) + (a in self.labels[q])}
                     keep = tuple(sorted(union & others))
                     if len(live) == 2 and self._cells(union) <= contract.BLAS_CELLS and any(union >= set(t) for t in later):
                         keep = tuple(sorted(union))
@@ -193,6 +198,8 @@ def choose_reading(layout: tuple[tuple[str, int], ...], items: tuple[Clique, ...
     lean = AdditionPlan(node, sizes, items, limit=max(math.prod(sizes[a] for a in t) for t in items))
     for merges in (own, lean):
         scopes = merges.scopes()
+        if len(scopes) > MAX_FACTORS:  # planning grows as factors^3 per target; such nodes are formed
+            continue
         up = FactorPlan(own.shape, scopes, [sep_axes]) if is_child else None
         down = FactorPlan(own.shape, scopes + ([owed] if is_child else []), targets)
         cost = down.cost + (up.cost if up else 0.0) + merges.merge_cells + merges.exp_cells

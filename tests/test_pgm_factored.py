@@ -163,3 +163,24 @@ def test_mirror_descent_through_factored_nodes_matches_the_formed_tables(monkeyp
         np.testing.assert_allclose(p.values, q.values, rtol=0, atol=1e-8)
     for p, q in zip(formed.beliefs, factored.beliefs):
         np.testing.assert_allclose(p, q, rtol=1e-10, atol=1e-9)
+
+
+def test_a_plan_refuses_the_wrong_number_of_factors():
+    plan = FactorPlan((2, 3), [(0,), (1,)], [(0, 1)])
+    with pytest.raises(ValueError, match="multiplies 2 factors, got 1"):
+        plan.run([np.ones(2)])
+
+
+def test_nodes_read_out_of_factors_only_when_cheaper_and_plannable(monkeypatch):
+    # A star node: a large hub message and small pairs around it. Reading it out of its factors
+    # is estimated far cheaper than forming it; a node with more factors than MAX_FACTORS is formed.
+    layout = (("a", 8), ("b", 9), ("c", 10), ("d", 11), ("e", 12), ("h", 16))
+    items = (("a", "b", "c", "d", "e"), ("a", "h"), ("b", "h"), ("c", "h"), ("d", "h"), ("e", "h"))
+    targets = tuple((k, 5) for k in range(5)) + ((0, 1, 2, 3, 4),)
+    choice = pgm.factored.choose_reading(layout, items, targets, None, None, 3)
+    assert choice is not None
+    merges, up, down = choice
+    assert up is None and len(down.outputs) == len(targets)
+    pgm.factored.choose_reading.cache_clear()
+    monkeypatch.setattr(pgm.factored, "MAX_FACTORS", 1)
+    assert pgm.factored.choose_reading(layout, items, targets, None, None, 3) is None

@@ -105,6 +105,8 @@ class TreeEngine:
             self._down_shape[c] = [sizes[a] if a in sep else 1 for a in self.layouts[c]]
         self._cells = [domain.size(node) for node in tree.nodes]
         self._add_plans, self._marg_plans, self._up_axes = [], [], []
+        # Large nodes whose factors overlap little: contracted, never formed (`pgm.factored`).
+        self._factored: dict[int, tuple[AdditionPlan, FactorPlan | None, FactorPlan]] = {}
         for i, layout in enumerate(self.layouts):
             items = [tuple(a for a in layout if a in self.cliques[k]) for k in hosted[i]]
             items += [self._sep_order[c] for c in children[i]]
@@ -113,12 +115,7 @@ class TreeEngine:
             self._marg_plans.append(MarginalPlan(layout, sizes, targets))
             sep = set(tree.separator(i))
             self._up_axes.append(tuple(j for j, a in enumerate(layout) if a not in sep))
-        # Large nodes whose factors overlap little: contracted, never formed (`pgm.factored`).
-        self._factored: dict[int, tuple[AdditionPlan, FactorPlan | None, FactorPlan]] = {}
-        for i in range(len(tree.nodes)):
-            items = [tuple(a for a in self.layouts[i] if a in self.cliques[k]) for k in hosted[i]]
-            items += [self._sep_order[c] for c in children[i]]
-            chosen = self._factor_plans(i, items, [self.cliques[k] for k in hosted[i]] + [self._sep_order[c] for c in children[i]], sizes)
+            chosen = self._factor_plans(i, items, targets, sizes)
             if chosen is not None:
                 self._factored[i] = chosen
         # Post-order over every node (children before parents, each root after its tree).
@@ -126,7 +123,8 @@ class TreeEngine:
         self._slots: dict[int, list[np.ndarray]] = {}
         self._distribute_order = list(reversed(self._collect_order))
 
-    def _factor_plans(self, i: int, items: list[Clique], targets: list[Clique], sizes: dict[str, int]):
+    def _factor_plans(self, i: int, items: list[Clique], targets: list[Clique],
+                      sizes: dict[str, int]) -> tuple[AdditionPlan, FactorPlan | None, FactorPlan] | None:
         """(summand merges, message-up plan or None for a root, read-out plan) that read node ``i``
         out of its factors, when that is estimated cheaper than forming its table; else None."""
         if self._cells[i] < _FACTOR_CELLS or not items or not targets:
@@ -251,7 +249,8 @@ class TreeEngine:
         return Calibration(beliefs, owed, self._to_node, marginals,
                            {i: (self._factored[i][0], exps) for i, exps in factors.items()})
 
-    def _read_factored(self, i: int, factors: dict, deferred: dict, beliefs: list, owed, total: float):
+    def _read_factored(self, i: int, factors: dict, deferred: dict, beliefs: list, owed: np.ndarray | None,
+                       total: float) -> tuple[list[np.ndarray], np.ndarray | float | None]:
         """Read-outs of factored node ``i`` and the factor its table owes: contracted from its
         factors (and ``owed``, for a child). A root whose mass is too small for the bound is formed
         and normalised exactly (and leaves ``factors``: its table is then complete)."""

@@ -79,6 +79,7 @@ class FactorPlan:
             perm = tuple(want.index(a) for a in order)
             self.outputs.append((where[want], None if perm == tuple(range(len(perm))) else perm,
                                  tuple(self.shape[a] for a in target)))
+        del self._memo, self._sources, self._marginals  # planning state; plans are cached and kept
 
     def _live(self, axes: Sequence[int]) -> Labels:
         return tuple(sorted(a for a in set(axes) if self.shape[a] > 1))

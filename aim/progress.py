@@ -4,13 +4,14 @@ One mechanism, two looks: on a terminal with `tqdm` installed (``pip install
 'dp-marginals[progress]'``) a bar filled by the share of the zCDP budget spent, its text
 showing the round, ``rho spent/budget``, sigma and the model size; otherwise (tqdm absent, or
 stderr redirected to a file or a pipe) one plain line per round. Nothing here is private: the
-lines show what the release publishes anyway (rounds, cliques, scales, ledger).
+lines show what the release publishes anyway (rounds, cliques, scales, ledger). No line shows a
+per-round or total time: how long a round took depends on the private rows (model size is
+public, but selection and counting time are not), and a log is a file an attacker may hold.
 """
 
 from __future__ import annotations
 
 import sys
-import time
 from typing import Any, TextIO
 
 
@@ -24,7 +25,7 @@ def _tqdm_bar(stream: TextIO, rho: float) -> Any:
     except ImportError:
         return None
     return tqdm(total=rho, file=stream, desc="", leave=True, dynamic_ncols=True,
-                bar_format="AIM {percentage:3.0f}% of budget |{bar}| {desc} [{elapsed}]")
+                bar_format="AIM {percentage:3.0f}% of budget |{bar}| {desc}")
 
 
 class RunProgress:
@@ -35,7 +36,6 @@ class RunProgress:
         self.rho = rho
         self.stream = sys.stderr if stream is None else stream
         self.bar = _tqdm_bar(self.stream, rho) if enabled else None
-        self._start = self._last = time.perf_counter()
 
     def _line(self, message: str) -> None:
         if self.bar is not None:
@@ -56,8 +56,6 @@ class RunProgress:
         """One selection round (an entry of the release's round log)."""
         if not self.enabled:
             return
-        now = time.perf_counter()
-        seconds, self._last = now - self._last, now
         spent = entry["rho_used"]
         if self.bar is not None:
             self.bar.set_description_str(
@@ -67,8 +65,8 @@ class RunProgress:
             return
         self._line(
             f"round {entry['round']:3d}  budget {100 * spent / self.rho:5.1f}% ({self._budget(spent)})  "
-            f"{','.join(entry['clique']):<40} sigma={entry['sigma']:8.2f}  model {entry['model_size_mb']:6.2f} MB  "
-            f"{seconds:.2f}s" + ("  (anneal)" if entry["annealed"] else "")
+            f"{','.join(entry['clique']):<40} sigma={entry['sigma']:8.2f}  model {entry['model_size_mb']:6.2f} MB"
+            + ("  (anneal)" if entry["annealed"] else "")
         )
 
     def _advance(self, spent: float) -> None:
@@ -84,4 +82,4 @@ class RunProgress:
             self.bar.n = self.bar.total  # the last round spends the remainder (up to rounding)
             self.bar.close()
             self.bar = None
-        self._line(f"AIM done: {rounds} rounds, {time.perf_counter() - self._start:.1f}s, model {model_mb:.2f} MB")
+        self._line(f"AIM done: {rounds} rounds, model {model_mb:.2f} MB")

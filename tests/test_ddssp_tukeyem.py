@@ -181,7 +181,7 @@ def test_partition_is_balanced_and_each_model_is_ols_of_its_subset():
     # every model fits a different subset but all estimate the same coefficients
     spread = np.std(models, axis=0)
     assert np.all(spread > 0) and np.all(spread < 5)
-    with pytest.raises(ValueError, match="one row per feature") as few:
+    with pytest.raises(ValueError, match="one sample per feature") as few:
         partition_models(X, y, 300, quiet_rng(2))
     assert "1003" not in str(few.value) and "n_samples >= 1200" in str(few.value)  # the rule, never n
     with pytest.raises(ValueError, match="even integer"):

@@ -56,7 +56,7 @@ def partition_models(X: np.ndarray, y: np.ndarray, n_models: int, rng: RandomSou
         raise ValueError(f"the number of models must be an even integer >= 4, got {n_models}")
     if n // m < d:  # the message names the rule, never n (a private count)
         raise ValueError(
-            f"too few rows: each of the {m} subsets needs at least one row per feature ({d} features, so "
+            f"too few rows: each of the {m} subsets needs at least one sample per feature (n_features = {d}, so "
             f"n_samples >= {m * d}); use fewer models (or more rows)"
         )
     order = rng.permutation(n)

@@ -82,6 +82,12 @@ def _log_hockey_stick(log_len: np.ndarray, a: np.ndarray, b: np.ndarray, epsilon
     return float(logsumexp(terms))
 
 
+def _log_edge(log_len: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
+    """log of the mass density a puts where density b is 0."""
+    only = np.isfinite(a) & ~np.isfinite(b)
+    return float(logsumexp((log_len + a)[only])) if np.any(only) else -math.inf
+
+
 def exact_privacy_loss(models: np.ndarray, neighbour: np.ndarray, epsilon: float, monotone: bool) -> PrivacyLoss:
     """The exact privacy loss of the 1-D depth step between two model sets of the same size m
     (``neighbour``: ``models`` with one model moved), at the step's share ``epsilon``."""
@@ -98,9 +104,7 @@ def exact_privacy_loss(models: np.ndarray, neighbour: np.ndarray, epsilon: float
     both = np.isfinite(a) & np.isfinite(b)
     sup = float(np.max(np.abs(a[both] - b[both]))) if np.any(both) else 0.0
     log_delta = max(_log_hockey_stick(log_len, a, b, epsilon), _log_hockey_stick(log_len, b, a, epsilon))
-    edge = [float(logsumexp((log_len + u)[np.isfinite(u) & ~np.isfinite(v)])) if np.any(np.isfinite(u) & ~np.isfinite(v))
-            else -math.inf for u, v in ((a, b), (b, a))]  # fmt: skip
-    return PrivacyLoss(sup, log_delta, max(edge))
+    return PrivacyLoss(sup, log_delta, max(_log_edge(log_len, a, b), _log_edge(log_len, b, a)))
 
 
 def worst_swap(

@@ -21,10 +21,12 @@ Why Algorithm 3's weights and not the monotone exp(eps/2 * i) of section 3.3.1: 
 neighbour adds a whole *model*. Under add/remove one *row* the row's subset refits its model in
 place (a swap), and depth falls by one on one side of the moved model and rises on the other. The
 output density exp(w depth(x)) / Z then moves by up to w through depth and w through Z: a privacy
-loss of up to 2w on the common support, which is eps/2 for Algorithm 3's w = eps/4 and eps for the
-monotone w = eps/2 (exact 1-D computation: `ddssp.baselines.tukey_loss`; at m = 400, eps = ln 3
-the monotone weights lose up to 1.099 = eps > 0.549 = eps/2, Algorithm 3's at most 0.549). ``monotone=True`` is kept for comparison and audits
-only: it warns (`MonotoneWeightsWarning`) and the fit is not private under row-level neighbours.
+loss of up to 2w where both densities are positive (plus the restriction's edge, which the PTR
+step pays for), eps/2 for Algorithm 3's w = eps/4 but eps for the monotone w = eps/2. The exact
+1-D computation is `ddssp.baselines.tukey_loss`: at m = 400, eps = ln 3 the monotone weights lose
+up to 1.099 = eps, more than the 0.549 = eps/2 charged, Algorithm 3's at most 0.549.
+``monotone=True`` is kept for comparison and audits only: it warns (`MonotoneWeightsWarning`) and
+the fit is not private under row-level neighbours.
 
 A run returns the released coefficients and the PTR outcome only: the exact distance k, the
 volumes and the sampled depth are private (the depth together with the point tells D from D + row:

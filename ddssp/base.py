@@ -14,6 +14,12 @@ encoded scale); logistic models predict classes (codes, or labels with a spec) a
 `DPEstimator` adds what the private baselines share: budget checks through `marginals.privacy`,
 published noise from `marginals.randomness.noise_source` (secure unless an insecure seed is given
 explicitly; then ``private_`` is False) and the ``privacy_`` record.
+
+A fitted estimator is what an analyst publishes (pickled, or its attributes printed), so it holds
+only released quantities: its ``__init__`` hyperparameters and the attributes named in the
+``_released_attributes`` dicts of its classes (name -> why its guarantee covers it), merged over
+the class hierarchy by `released_attributes`. Exact data-dependent intermediates (a PTR distance,
+a clipped-row count) are never stored, and no message quotes them.
 """
 
 from __future__ import annotations
@@ -43,6 +49,15 @@ def store_params(estimator: Any, params: dict[str, Any]) -> None:
             setattr(estimator, name, value)
 
 
+def released_attributes(estimator: Any) -> dict[str, str]:
+    """Every attribute a fitted ``estimator`` may hold besides its hyperparameters, with the reason
+    its guarantee covers it: the ``_released_attributes`` dicts of its classes, merged."""
+    out: dict[str, str] = {}
+    for cls in reversed(type(estimator).__mro__):
+        out.update(vars(cls).get("_released_attributes", {}))
+    return out
+
+
 def _is_logistic(model: Any) -> bool:
     return model._task == "logistic"
 
@@ -56,6 +71,16 @@ class EncodedLinearModel:
     """
 
     _task = "linear"
+    _released_attributes = {
+        "coef_": "the fitted coefficients: the estimator's release (or post-processing of its source)",
+        "intercept_": "the fitted intercept: as coef_",
+        "encoding_": "the encoding: built from the public domain and the hyperparameters",
+        "discretizer_": "the spec of the input: public or itself released (None without one)",
+        "target_": "the target's name: a hyperparameter or the input's column name",
+        "n_features_in_": "the number of input columns: public (the domain's attributes)",
+        "feature_names_in_": "the input columns' names (when fitted on named columns): public",
+        "encoded_feature_names_": "the encoded columns' names: from the public domain and spec",
+    }
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -144,8 +169,8 @@ class EncodedLinearModel:
             return table
         codes = sub_discretizer(self.discretizer_, features).transform_df(table)
         if len(codes) != len(table):
-            raise DataError(f"the spec dropped {len(table) - len(codes)} row(s) with missing values; "
-                            "predictions need every row")  # fmt: skip
+            raise DataError("the spec drops rows with a missing value in one of its columns (no count is quoted: "
+                            "the rows may be private); predictions need every row")  # fmt: skip
         return codes
 
     def _linear_score(self, X: Any) -> np.ndarray:
@@ -217,6 +242,7 @@ class LogisticClassifier(EncodedLinearModel, ClassifierMixin, BaseEstimator):
     """Base of the logistic-regression estimators (binary: a 2-level target)."""
 
     _task = "logistic"
+    _released_attributes = {"classes_": "the two classes: the public domain's codes or the spec's labels"}
 
 
 class DPEstimator:
@@ -227,6 +253,10 @@ class DPEstimator:
     """
 
     _guarantee = "(epsilon, delta)-DP from its own analysis"
+    _released_attributes = {
+        "private_": "whether the noise came from a secure source (the random_state hyperparameter)",
+        "privacy_": "the guarantee: the budget hyperparameters, the mechanism's name and private_",
+    }
 
     def _check_params(self) -> None:
         check_epsilon_delta(self.epsilon, self.delta)  # the one budget validator of marginals.privacy

@@ -32,6 +32,15 @@ from .baselines.public import fit_encoded
 from .solvers import DEFAULT_RIDGE, quadratic_logistic_solution, solve_normal_equations
 from .statistics import sufficient_statistics
 
+#: What a DD-SSP fit holds besides ``coef_`` & co.: all read off its source, so on a release all of it is
+#: post-processing of the release (on private rows DD-SSP claims no privacy at all).
+DDSSP_RELEASED = {
+    "statistics_": "X^T X, X^T y, y^T y and n read off the source's marginals: post-processing of the release",
+    "bootstrap_": "the bootstrap replicates (None without interval): post-processing of the release",
+    "coef_interval_": "the coefficient intervals (with interval set): post-processing of the release",
+}
+
+
 class DDSSPLinearRegression(CoefficientIntervalMixin, LinearRegressor):
     """Linear regression theta = (X^T X + ridge I)^-1 X^T y with X^T X, X^T y from marginals.
 
@@ -67,6 +76,8 @@ class DDSSPLinearRegression(CoefficientIntervalMixin, LinearRegressor):
         random_state: SamplingSeed = None, domain: DomainLike = None,
     ) -> None:  # fmt: skip
         store_params(self, locals())
+
+    _released_attributes = DDSSP_RELEASED
 
     def _fit_encoded(self, source: Any, encoding: Encoding) -> None:
         self.statistics_ = sufficient_statistics(source, encoding)
@@ -105,6 +116,12 @@ class DDSSPLogisticRegression(CoefficientIntervalMixin, LogisticClassifier):
         random_state: SamplingSeed = None, domain: DomainLike = None,
     ) -> None:  # fmt: skip
         store_params(self, locals())
+
+    _released_attributes = {
+        **DDSSP_RELEASED,
+        "cheb_coef_": "the Chebyshev coefficients of log sigmoid: from the hyperparameters only",
+        "monomial_coef_": "the same approximation in the monomial basis: from the hyperparameters only",
+    }
 
     def _check_params(self) -> None:
         if self.degree != 2:
@@ -151,6 +168,11 @@ class AIMSynth(LinearRegressor):
         random_state: SamplingSeed = None, domain: DomainLike = None,
     ) -> None:  # fmt: skip
         store_params(self, locals())
+
+    _released_attributes = {
+        "n_synthetic_": "the number of synthetic rows fitted: n_synthetic, or the release's (noisy) total",
+        "classes_": "(task='logistic') the two classes: the public domain's codes or the spec's labels",
+    }
 
     @property
     def _task(self) -> str:  # type: ignore[override]

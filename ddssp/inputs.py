@@ -77,7 +77,8 @@ def coded_table(df: pd.DataFrame, domain: DomainLike, target: str, target_levels
         disc = sub_discretizer(domain, cols) if exact else domain
         codes = disc.transform_df(df, extra="drop")
         if len(codes) != len(df):
-            raise DataError(f"the spec dropped {len(df) - len(codes)} row(s) with missing values; fit on complete rows")
+            raise DataError("the spec drops rows with a missing value in one of its columns (no count is quoted: the "
+                            "rows are private); fit on complete rows")  # fmt: skip
         return Dataset(codes, disc.domain), domain
     if not isinstance(domain, Domain):
         k = _levels(domain)
@@ -154,7 +155,7 @@ def xy_table(X: Any, y: Any, target: str | None, domain: DomainLike, logistic: b
     y_values = check_target(y, logistic, raw)
     X = as_2d(X, raw)
     if len(y_values) != X.shape[0]:
-        raise ValueError(f"X has {X.shape[0]} rows but y has {len(y_values)}")
+        raise ValueError("X and y have different numbers of rows (counts not quoted: the rows are private)")
     name = _target_name(target, X, y, domain)
     features = _feature_names(X, name, domain, X.shape[1])
     if isinstance(X, pd.DataFrame):

@@ -57,7 +57,8 @@ def test_ridge_recovers_ordinary_ridge_without_noise_or_clipping():
     assert np.linalg.cond(A.T @ A / n) > 1e3
     for ridge in (0.0, 0.1):
         fit = pmt_ridge(A, y, moment, y_moment, NO_NOISE, ridge, NO_CLIP, quiet_rng(1))
-        assert fit.clipped == 0 and fit.y_clipped == 0
+        assert pmt_transform(A, moment, NO_CLIP)[2] == 0  # no row clipped (the fit never reports the count)
+        assert clip_rows(y / math.sqrt(y_moment), fit.y_radius)[1] == 0
         exact = np.linalg.solve(A.T @ A / n + ridge * np.eye(d), A.T @ y / n)
         assert np.max(np.abs(fit.coef - exact)) <= 1e-10 * max(1.0, np.max(np.abs(exact)))
 
@@ -101,7 +102,8 @@ def test_clipping_radius_and_clipped_fraction():
     assert clipped / n <= eta
     y = 50 * rs.standard_normal(n)
     fit = pmt_ridge(A, y, B.T @ B / len(B), 1.0, 1.0, 0.0, eta, quiet_rng(3))  # a wrong y scale: y is clipped
-    assert fit.y_clipped > 0 and fit.y_radius == pytest.approx(math.sqrt(log_term(n, eta)))
+    assert fit.y_radius == pytest.approx(math.sqrt(log_term(n, eta)))
+    assert clip_rows(y, fit.y_radius)[1] > 0 and not hasattr(fit, "y_clipped")  # clipped, never reported
     rows, count = clip_rows(np.array([[3.0, 4.0], [0.3, 0.4]]), 1.0)
     assert count == 1 and np.allclose(rows, [[0.6, 0.8], [0.3, 0.4]])
 

@@ -5,10 +5,11 @@ from .adassp import AdaSSP
 from .objpert import ObjPert
 from .pmt_models import PMTLinearRegression, PMTLogisticRegression
 from .public import PublicLinearRegression, PublicLogisticRegression
-from .tukeyem import PTRFailedError, TukeyEM
+from .tukeyem import MonotoneWeightsWarning, PTRFailedError, TukeyEM
 
 __all__ = [
     "AdaSSP",
+    "MonotoneWeightsWarning",
     "ObjPert",
     "PMTLinearRegression",
     "PMTLogisticRegression",

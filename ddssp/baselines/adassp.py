@@ -61,6 +61,16 @@ class AdaSSP(DPEstimator, LinearRegressor):
     """
 
     _guarantee = ""  # rho-zCDP: charged to the accountant
+    _released_attributes = {
+        "rho_parts_": "the zCDP budget of each release: from the budget hyperparameters",
+        "sensitivities_": "the releases' sensitivities: from the public domain's norm bounds",
+        "sigmas_": "the noise standard deviations: from the budget and the sensitivities",
+        "lambda_min_noisy_": "release 1: the noisy, shifted lambda_min(X^T X)",
+        "XtX_noisy_": "release 2: X^T X plus symmetric Gaussian noise",
+        "Xty_noisy_": "release 3: X^T y plus Gaussian noise",
+        "ridge_": "the ridge lambda: post-processing of release 1",
+        "accountant_": "the ledger: data-independent charges (sigma, sensitivity, label)",
+    }
 
     def __init__(
         self, epsilon: float, delta: float, target: str | None = None,

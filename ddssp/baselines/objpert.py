@@ -47,6 +47,10 @@ class ObjPert(DPEstimator, LogisticClassifier):
     """
 
     _guarantee = "(epsilon, delta)-DP from objective perturbation's own analysis"
+    _released_attributes = {
+        "regularization_": "Delta = ||X||^2 / (2 epsilon): from the public norm bound and the budget",
+        "noise_std_": "the std of each entry of b: from the public norm bound and the budget",
+    }
 
     def __init__(
         self, epsilon: float, delta: float, target: str | None = None, categorical: Sequence[str] | None = None,

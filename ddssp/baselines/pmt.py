@@ -84,14 +84,13 @@ def pmt_transform(A: np.ndarray, moment: np.ndarray, eta: float) -> tuple[np.nda
 
 @dataclass(frozen=True)
 class PMTFit:
-    """Coefficients on the original scale plus the calibration of one fit."""
+    """Coefficients on the original scale plus the (public) calibration of one fit; never the number
+    of clipped rows, an exact private count."""
 
     coef: np.ndarray
     sigmas: tuple[float, float]  # noise std of (Gram or Hessian, cross moment or gradient)
     radius: float  # feature clipping radius
     y_radius: float | None  # response clipping radius (ridge only)
-    clipped: int  # feature rows clipped
-    y_clipped: int
     mu_release: float  # mu of each Gaussian release
 
 
@@ -114,16 +113,16 @@ def pmt_ridge(
     if not (y_moment > 0 and math.isfinite(y_moment)):
         raise ValueError(f"the public second moment of y must be > 0, got {y_moment}")
     mu_release = mu / math.sqrt(2.0)
-    transformed, radius, clipped, root = pmt_transform(A, moment, eta)
+    transformed, radius, _, root = pmt_transform(A, moment, eta)
     y_scale = math.sqrt(y_moment)
     y_radius = math.sqrt(log_term(n, eta))
-    y_t, y_clipped = clip_rows(np.asarray(y, dtype=np.float64) / y_scale, y_radius)
+    y_t, _ = clip_rows(np.asarray(y, dtype=np.float64) / y_scale, y_radius)
     sigma_gram = 2.0 * radius**2 / (mu_release * n)
     sigma_cross = 2.0 * radius * y_radius / (mu_release * n)
     penalty = ridge * (root @ root)  # lambda Sigma_B^{-1}: the ridge penalty in transformed coordinates
     beta = _ridge_solution(transformed.T @ transformed / n, transformed.T @ y_t / n, penalty, sigma_gram,
                            sigma_cross, rng)  # fmt: skip
-    return PMTFit(y_scale * root @ beta, (sigma_gram, sigma_cross), radius, y_radius, clipped, y_clipped, mu_release)
+    return PMTFit(y_scale * root @ beta, (sigma_gram, sigma_cross), radius, y_radius, mu_release)
 
 
 def private_only_radii(moment_trace: float, y_moment: float, n: int, d: int, eta: float) -> tuple[float, float]:
@@ -141,13 +140,13 @@ def dp_ridge(
     """DP-RR (Thm 4.3): clip rows at ``radius`` and y at ``y_radius``, then noisy ridge, mu-GDP."""
     n, d = A.shape
     mu_release = mu / math.sqrt(2.0)
-    clipped_A, clipped = clip_rows(A, radius)
-    clipped_y, y_clipped = clip_rows(np.asarray(y, dtype=np.float64), y_radius)
+    clipped_A, _ = clip_rows(A, radius)
+    clipped_y, _ = clip_rows(np.asarray(y, dtype=np.float64), y_radius)
     sigma_gram = 2.0 * radius**2 / (mu_release * n)
     sigma_cross = 2.0 * radius * y_radius / (mu_release * n)
     beta = _ridge_solution(clipped_A.T @ clipped_A / n, clipped_A.T @ clipped_y / n, ridge * np.eye(d), sigma_gram,
                            sigma_cross, rng)  # fmt: skip
-    return PMTFit(beta, (sigma_gram, sigma_cross), radius, y_radius, clipped, y_clipped, mu_release)
+    return PMTFit(beta, (sigma_gram, sigma_cross), radius, y_radius, mu_release)
 
 
 def _floored_solve(hessian: np.ndarray, grad: np.ndarray) -> np.ndarray:
@@ -190,18 +189,18 @@ def pmt_logistic(
 ) -> PMTFit:  # fmt: skip
     """Algorithm 3 (DP-PMTLR): mu-GDP logistic regression (labels 0/1, penalty (ridge/2)||b||^2)
     by T noisy Newton steps on the transformed rows; coefficients mapped back by Sigma_B^{-1/2}."""
-    transformed, radius, clipped, root = pmt_transform(A, moment, eta)
+    transformed, radius, _, root = pmt_transform(A, moment, eta)
     beta, sigmas, _ = noisy_newton(transformed, np.asarray(y01, dtype=np.float64), ridge * (root @ root), radius, mu,
                                    steps, rng)  # fmt: skip
-    return PMTFit(root @ beta, sigmas, radius, None, clipped, 0, mu / math.sqrt(2.0 * steps))
+    return PMTFit(root @ beta, sigmas, radius, None, mu / math.sqrt(2.0 * steps))
 
 
 def dp_logistic(
     A: np.ndarray, y01: np.ndarray, radius: float, mu: float, ridge: float, steps: int, rng: RandomSource
 ) -> PMTFit:
     """DP-LR (Algorithm 5): the same noisy Newton on the raw rows clipped at ``radius``."""
-    clipped_A, clipped = clip_rows(A, radius)
+    clipped_A, _ = clip_rows(A, radius)
     d = A.shape[1]
     beta, sigmas, _ = noisy_newton(clipped_A, np.asarray(y01, dtype=np.float64), ridge * np.eye(d), radius, mu, steps,
                                    rng)  # fmt: skip
-    return PMTFit(beta, sigmas, radius, None, clipped, 0, mu / math.sqrt(2.0 * steps))
+    return PMTFit(beta, sigmas, radius, None, mu / math.sqrt(2.0 * steps))

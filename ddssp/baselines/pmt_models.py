@@ -15,6 +15,10 @@ The public second moment Sigma_B = E[x x^T] of the encoded features (and, for ri
 ``moment_ridge`` is added to the diagonal of Sigma_B: one-hot levels absent from the public
 source would otherwise make it singular (a small, documented departure from exact invariance).
 
+A fitted PMT estimator holds only released quantities (``_released_attributes``): the noise
+scales and radii depend on n, which the replace-one guarantee treats as public; the exact number
+of clipped rows is private and is never stored.
+
 Accounting: the budget (epsilon, delta) is converted exactly to mu = `gdp_mu` (Gaussian DP,
 neighbours differ in one row, n public, as in the paper), and every release is calibrated to its
 replace-one sensitivity, which is the sum of its add and remove sensitivities. Recorded in
@@ -93,6 +97,13 @@ class _PMTModel(DPEstimator):
 
     _guarantee = ("mu-GDP (replace-one neighbours, n public), recorded with its exact (epsilon, delta) in privacy_ "
                   "(a mu-GDP Gaussian mechanism is mu^2/2-zCDP if you need to charge one)")  # fmt: skip
+    _released_attributes = {
+        "sigmas_": "the noise standard deviations: from the budget, the radii and n (public, replace-one)",
+        "radius_": "the feature clipping radius sqrt(d L_n): from d, n (public) and eta",
+        "y_radius_": "the response clipping radius (ridge; None for logistic): from n (public) and eta",
+        "mu_release_": "mu of each Gaussian release: from the budget",
+        "public_moment_source_": "a description of the public moment's source (public rows' n is public)",
+    }
 
     def __init__(
         self, epsilon: float, delta: float, target: str | None = None, categorical: Sequence[str] | None = None,
@@ -133,7 +144,6 @@ class _PMTModel(DPEstimator):
         self.sigmas_ = result.sigmas
         self.radius_ = result.radius
         self.y_radius_ = result.y_radius
-        self.clipped_rows_ = result.clipped
         self.mu_release_ = result.mu_release
         self._set_solution(result.coef, encoding)
 
@@ -155,8 +165,8 @@ class PMTLinearRegression(_PMTModel, LinearRegressor):
         random_state: None (secure noise) or, for tests only, an int seed / `InsecureRandom`.
 
     Learned: ``coef_``, ``intercept_``, ``sigmas_`` (noise std of Gram and cross moment),
-    ``radius_``, ``y_radius_``, ``clipped_rows_``, ``mu_release_``, ``public_moment_source_``,
-    ``private_``, ``privacy_``.
+    ``radius_``, ``y_radius_``, ``mu_release_``, ``public_moment_source_``, ``private_``, ``privacy_``
+    (never the exact number of clipped rows: a private count).
     """
 
     def _mechanism(self) -> str:
@@ -184,7 +194,7 @@ class PMTLogisticRegression(_PMTModel, LogisticClassifier):
         ``ridge``: lambda of the penalty (lambda/2)||theta||^2 on the mean log-loss.
 
     Learned: ``coef_``, ``intercept_``, ``classes_``, ``sigmas_`` (noise std of each Hessian and
-    gradient), ``radius_``, ``clipped_rows_``, ``mu_release_``, ``public_moment_source_``, ``private_``,
+    gradient), ``radius_``, ``y_radius_`` (None), ``mu_release_``, ``public_moment_source_``, ``private_``,
     ``privacy_``.
     """
 

@@ -13,14 +13,30 @@ W_i stays accurate when V_{i+1} is close to V_i.
 Privacy (Thm 3.10, add/remove one row): a row lives in exactly one of the m subsets, so a
 neighbour changes one model. PTRCheck with eps/2 releases k + Lap(2/eps), k the 1-sensitive
 distance bound of Lemma 3.6 with delta_tilde = delta / (8 e^{eps/2}); if it passes, the restricted
-exponential mechanism with eps/2 samples a depth in {m/4, ..., m/2} with P[i] ~ W_i exp(eps/2 * i)
-(monotone score, section 7.3; Algorithm 3 prints the conservative exp(eps i / 2), available as
-``monotone=False``) and a uniform point of exactly that depth (Algorithm 4). Total (eps, delta)-DP.
+exponential mechanism with eps/2 samples a depth in {m/4, ..., m/2} with P[i] ~ W_i exp(eps/2 * i / 2)
+(Algorithm 3's weights) and a uniform point of exactly that depth (Algorithm 4). Total (eps, delta)-DP.
+
+Why Algorithm 3's weights and not the monotone exp(eps/2 * i) of section 3.3.1: dropping the factor
+2 of the exponential mechanism needs a score that only grows from D to D + row, which holds when a
+neighbour adds a whole *model*. Under add/remove one *row* the row's subset refits its model in
+place (a swap), and depth falls by one on one side of the moved model and rises on the other. The
+output density exp(w depth(x)) / Z then moves by up to w through depth and w through Z: a privacy
+loss of up to 2w where both densities are positive (plus the restriction's edge, which the PTR
+step pays for), eps/2 for Algorithm 3's w = eps/4 but eps for the monotone w = eps/2. The exact
+1-D computation is `ddssp.baselines.tukey_loss`: at m = 400, eps = ln 3 the monotone weights lose
+up to 1.099 = eps, more than the 0.549 = eps/2 charged, Algorithm 3's at most 0.549.
+``monotone=True`` is kept for comparison and audits only: it warns (`MonotoneWeightsWarning`) and
+the fit is not private under row-level neighbours.
+
+A run returns the released coefficients and the PTR outcome only: the exact distance k, the
+volumes and the sampled depth are private (the depth together with the point tells D from D + row:
+a point of depth i under D has depth i +- 1 under D' near the moved model) and are never returned.
 """
 
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,10 +56,10 @@ def partition_models(X: np.ndarray, y: np.ndarray, n_models: int, rng: RandomSou
     m = int(n_models)
     if m < 4 or m % 2:
         raise ValueError(f"the number of models must be an even integer >= 4, got {n_models}")
-    if n // m < d:
+    if n // m < d:  # the message names the rule, never n (a private count)
         raise ValueError(
-            f"{n} rows in {m} subsets give {n // m} rows per subset, fewer than the {d} features: "
-            f"use fewer models (or more rows); n_samples = {n}, n_features = {d}"
+            f"too few rows: each of the {m} subsets needs at least one sample per feature (n_features = {d}, so "
+            f"n_samples >= {m * d}); use fewer models (or more rows)"
         )
     order = rng.permutation(n)
     q, r = divmod(n, m)
@@ -149,8 +165,24 @@ def racing_sample(log_weights: np.ndarray, rng: RandomSource) -> int:
     return int(np.argmin(race))
 
 
-def depth_log_weights(log_exact: np.ndarray, t: int, epsilon: float, monotone: bool = True) -> np.ndarray:
-    """Unnormalised log P[i] for the depths i = t..m/2: log W_i + epsilon i (monotone) or epsilon i / 2."""
+class MonotoneWeightsWarning(UserWarning):
+    """TukeyEM with ``monotone=True``: its depth weights are not private under row-level neighbours."""
+
+
+def warn_monotone() -> None:
+    """Warn that the monotone weights exp(epsilon i) are not (epsilon, delta)-DP for add/remove one row."""
+    warnings.warn(
+        "TukeyEM monotone=True samples depths with weight exp(eps/2 * i), private only when a neighbour adds a "
+        "whole model; adding a row swaps one model in place and the privacy loss reaches eps, not eps/2: the "
+        "fit is not private under row-level neighbours (use monotone=False, the default)",
+        MonotoneWeightsWarning,
+        stacklevel=3,
+    )
+
+
+def depth_log_weights(log_exact: np.ndarray, t: int, epsilon: float, monotone: bool = False) -> np.ndarray:
+    """Unnormalised log P[i] for the depths i = t..m/2: log W_i + epsilon i / 2 (Algorithm 3, the
+    default) or log W_i + epsilon i (monotone: not private under row-level neighbours)."""
     depths = np.arange(t, log_exact.size + 1)
     factor = epsilon if monotone else epsilon / 2
     return log_exact[t - 1 :] + factor * depths
@@ -180,16 +212,17 @@ def sample_point_with_depth(S: np.ndarray, depth: int, rng: RandomSource) -> np.
 
 @dataclass(frozen=True)
 class TukeyResult:
-    """The outcome of one TukeyEM run: ``coef`` is None when the PTR check failed."""
+    """The released outcome of one TukeyEM run: ``coef`` is None when the PTR check failed.
+
+    Only what the guarantee covers: the coefficients, the PTR outcome and its noisy distance (the
+    Laplace release), the public threshold and m. Never the exact distance, volumes or depth.
+    """
 
     coef: np.ndarray | None
     passed: bool
-    distance: int  # k of Lemma 3.6
     noisy_distance: float
     threshold: float
-    depth: int | None  # the sampled depth (None if PTR failed)
     n_models: int
-    log_volumes: np.ndarray
 
 
 def ptr_threshold(epsilon_ptr: float, delta: float) -> float:
@@ -204,14 +237,17 @@ def tukey_em(
     epsilon: float,
     delta: float,
     rng: RandomSource,
-    monotone: bool = True,
+    monotone: bool = False,
     jitter: float = 1e-10,
 ) -> TukeyResult:
     """Algorithm 2: (epsilon, delta)-DP linear regression coefficients, or coef None if PTR fails.
 
     ``jitter`` adds jitter * U(0, 1) to every model coordinate (data-independent) so that no
     region has zero volume (ties, e.g. coefficient 0 of a level absent from many subsets).
+    ``monotone=True`` (not private under row-level neighbours) warns `MonotoneWeightsWarning`.
     """
+    if monotone:
+        warn_monotone()
     models = partition_models(np.asarray(X, dtype=np.float64), np.asarray(y, dtype=np.float64), n_models, rng)
     if jitter:
         models = models + jitter * rng.random(models.shape)
@@ -224,8 +260,8 @@ def tukey_em(
     noisy = distance + rng.laplace(0.0, 1.0 / eps_half)
     threshold = ptr_threshold(eps_half, delta)
     if noisy < threshold:
-        return TukeyResult(None, False, distance, noisy, threshold, None, m, log_vol)
+        return TukeyResult(None, False, float(noisy), threshold, m)
     weights = depth_log_weights(log_exact_volumes(S), t, eps_half, monotone)
     depth = t + racing_sample(weights, rng)
     coef = sample_point_with_depth(S, depth, rng)
-    return TukeyResult(coef, True, distance, noisy, threshold, depth, m, log_vol)
+    return TukeyResult(coef, True, float(noisy), threshold, m)

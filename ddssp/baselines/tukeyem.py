@@ -9,9 +9,15 @@ propose-test-release check does not pass, ``fit`` still returns self but holds n
 chooses a fallback.
 
 Accounting: (epsilon, delta)-DP under add/remove-one-row neighbours (eps/2 for the PTR check,
-eps/2 for the restricted exponential mechanism, delta for the PTR failure), from the paper's
-own analysis (Thm 3.10). Like ObjPert it is approximate DP only, so it cannot be charged to the
-zCDP `marginals.Accountant`; the guarantee is recorded in ``privacy_``.
+eps/2 for the restricted exponential mechanism with Algorithm 3's weights, delta for the PTR
+failure), from the paper's own analysis (Thm 3.10). Like ObjPert it is approximate DP only, so it
+cannot be charged to the zCDP `marginals.Accountant`; the guarantee is recorded in ``privacy_``.
+``monotone=True`` (section 3.3.1's weights) is private only when a neighbour adds a whole model,
+not a row (see `ddssp.baselines.tukey`): it warns `MonotoneWeightsWarning`, and the fit records
+``private_ = False`` and the neighbouring relation it does cover.
+
+A fitted TukeyEM holds only what the guarantee covers (``_released_attributes``): never the exact
+PTR distance, the depth volumes or the sampled depth, and its messages never quote them.
 """
 
 from __future__ import annotations
@@ -26,7 +32,9 @@ from ..base import DPEstimator, LinearRegressor, store_params
 from ..encoding import Encoding, EncodingOptions
 from ..inputs import DomainLike
 from .common import encoded_rows
-from .tukey import tukey_em
+from .tukey import MonotoneWeightsWarning, tukey_em
+
+__all__ = ["MonotoneWeightsWarning", "PTRFailedError", "TukeyEM"]
 
 
 class PTRFailedError(RuntimeError):
@@ -42,23 +50,30 @@ class TukeyEM(DPEstimator, LinearRegressor):
         n_models: m, the number of disjoint subsets (even; each needs >= one row per feature).
             The paper: m = 1000 is typically near-optimal; PTR needs m roughly proportional to
             1/epsilon and growing with the number of features.
-        monotone: sample depths with P[i] ~ W_i exp(eps/2 * i) (the monotone exponential
-            mechanism, paper section 3.3.1); False uses Algorithm 3's exp(eps/2 * i / 2).
+        monotone: False (default) samples depths with Algorithm 3's P[i] ~ W_i exp(eps/2 * i / 2).
+            True uses section 3.3.1's exp(eps/2 * i), which is NOT private under row-level neighbours
+            (adding a row swaps a model; the loss reaches eps): it warns and sets ``private_ = False``.
         jitter: scale of the U(0, 1) perturbation of the models that avoids zero-volume regions.
         accountant: must be None (approximate DP; see the module docstring).
         random_state: None (default: noise from the OS's secure source), or for tests only an int
             seed / `marginals.InsecureRandom`, which warns and sets ``private_ = False``.
 
-    Learned: ``ptr_passed_``, ``coef_``/``intercept_`` (None if PTR failed), ``distance_`` (the
-    Lemma 3.6 bound k), ``noisy_distance_``, ``threshold_``, ``depth_`` (sampled depth or None),
-    ``n_models_``, ``private_``, ``privacy_`` ({"epsilon", "delta", "mechanism", "neighbours", "private"}).
+    Learned (only released quantities): ``ptr_passed_``, ``coef_``/``intercept_`` (None if PTR failed),
+    ``noisy_distance_`` (the Laplace release of the PTR check), ``threshold_``, ``n_models_``,
+    ``private_``, ``privacy_`` ({"epsilon", "delta", "mechanism", "neighbours", "private"}).
     """
 
     _guarantee = "(epsilon, delta)-DP from propose-test-release"
+    _released_attributes = {
+        "ptr_passed_": "the PTR outcome: post-processing of the noisy distance",
+        "noisy_distance_": "the PTR check's release: the distance bound plus Laplace noise (eps/2)",
+        "threshold_": "the PTR pass threshold log(1 / (2 delta)) / (eps/2): public",
+        "n_models_": "m, a hyperparameter",
+    }
 
     def __init__(
         self, epsilon: float, delta: float, target: str | None = None, categorical: Sequence[str] | None = None,
-        encoding: EncodingOptions | None = None, n_models: int = 1000, monotone: bool = True,
+        encoding: EncodingOptions | None = None, n_models: int = 1000, monotone: bool = False,
         jitter: float = 1e-10, accountant: Any = None, random_state: NoiseSource = None,
         domain: DomainLike = None,
     ) -> None:  # fmt: skip
@@ -78,13 +93,17 @@ class TukeyEM(DPEstimator, LinearRegressor):
         rng = self._noise()
         result = tukey_em(X, y, int(self.n_models), float(self.epsilon), float(self.delta), rng,
                           bool(self.monotone), float(self.jitter))  # fmt: skip
-        self._record_privacy("TukeyEM: PTR check (eps/2) + restricted exponential mechanism (eps/2)",
-                             neighbours="add/remove one row")  # fmt: skip
+        if self.monotone:  # tukey_em warned: private only for add/remove-one-model neighbours
+            self.private_ = False
+            self._record_privacy("TukeyEM with monotone depth weights: PTR check (eps/2) + exponential mechanism "
+                                 "private only when a neighbour adds a whole model",
+                                 neighbours="add/remove one model (NOT one row)")  # fmt: skip
+        else:
+            self._record_privacy("TukeyEM: PTR check (eps/2) + restricted exponential mechanism (eps/2)",
+                                 neighbours="add/remove one row")  # fmt: skip
         self.ptr_passed_ = result.passed
-        self.distance_ = result.distance
         self.noisy_distance_ = float(result.noisy_distance)
         self.threshold_ = result.threshold
-        self.depth_ = result.depth
         self.n_models_ = result.n_models
         if result.passed:
             self._set_solution(result.coef, encoding)
@@ -95,6 +114,6 @@ class TukeyEM(DPEstimator, LinearRegressor):
         super()._check_fitted()
         if not self.ptr_passed_:
             raise PTRFailedError(
-                f"TukeyEM released no model: the PTR check failed (distance bound {self.distance_}, noisy "
-                f"{self.noisy_distance_:.3g} < threshold {self.threshold_:.3g}); use more models or a fallback"
+                f"TukeyEM released no model: the PTR check failed (noisy distance {self.noisy_distance_:.3g} < "
+                f"threshold {self.threshold_:.3g}); use more models or a fallback"
             )

@@ -179,6 +179,17 @@ class NoiseAwareGLM:
     ``coef_interval_`` (central 90% credible intervals), ``n_features_in_``.
     """
 
+    #: all post-processing of the released `NoisyStatistics` (the only data ``fit`` sees)
+    _released_attributes = {
+        "samples_": "the posterior draws of every site: post-processing of the released statistics",
+        "coef_samples_": "theta's draws: as samples_",
+        "coef_": "the posterior mean of theta: as samples_",
+        "rhat_": "split R-hat of theta: a diagnostic of the draws",
+        "converged_": "whether R-hat is below rhat_threshold: as rhat_",
+        "coef_interval_": "central 90% credible intervals: as samples_",
+        "n_features_in_": "d, the released statistics' dimension: public",
+    }
+
     def __init__(
         self,
         num_samples: int = 1000,

@@ -180,7 +180,9 @@ def test_blank_and_reserved_values_never_become_categories():
     df = pd.DataFrame({"c": ["a"] * 3000 + ["  "] * 3000 + ["<other>"] * 3000})
     spec = infer_spec(df, Accountant(1.0), rho=0.5, delta=1e-9, schema={"columns": {"c": "categorical"}}, rng=8)
     assert spec.to_spec()["columns"]["c"]["categories"] == ["a"]
-    assert spec.transform_df(df)["c"].tolist() == [0] * 3000 + [1] * 6000  # both map to <other>
+    # blank text reads as missing (its own level here, frequent enough), the reserved label as <other>
+    assert spec.labels("c") == ["a", "<other>", "<missing>"]
+    assert spec.transform_df(df)["c"].tolist() == [0] * 3000 + [2] * 3000 + [1] * 3000
 
 
 def test_the_other_level_is_kept_only_for_real_mass_outside_the_categories():

@@ -111,7 +111,8 @@ def _synthesize_inferred(data: pd.DataFrame, epsilon: float, delta: float, parti
     disc = infer_spec(data, ledger, spec_share * ledger.rho, threshold_delta, schema=partial, bins=bins, rng=spec_seed,
                       show_private_values=show)
     spec_rho = ledger.spent
-    coded = disc.transform(data.set_axis([str(c) for c in data.columns], axis=1), extra="drop", show_private_values=show)
+    coded = disc.transform(data.set_axis([str(c) for c in data.columns], axis=1), extra="drop",
+                           show_private_values=show)
     eps_aim = aim_epsilon(ledger.remaining, ledger.delta)
     inner = AIM(eps_aim, ledger.delta, insecure_seed=aim_seed, **aim_options).run(coded)
     for c in inner.ledger.charges:

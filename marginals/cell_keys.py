@@ -19,7 +19,8 @@ function of the cell alone, and the same value gets the same key whatever type h
   as ``d.ddde+N``, Python ints beyond 14,000 bits in hexadecimal ``0x...``); other numbers by
   their nearest float64, written as Python's shortest round-trip ``repr`` (``"4.50"``, ``4.5``
   -> ``"4.5"``; ``"1e-3"`` -> ``"0.001"``); a float that holds an integer is that integer (a
-  float column has already lost what float64 cannot hold: read ids as text); infinities -> ``"inf"`` / ``"-inf"``; ``-0`` -> ``"0"``;
+  float column has already lost what float64 cannot hold: read ids as text); infinities ->
+  ``"inf"`` / ``"-inf"``; ``-0`` -> ``"0"``;
 - text: stripped of surrounding whitespace, otherwise as is (any length); bytes are decoded as
   UTF-8, invalid bytes written as ``\\xNN`` escapes, as the text reader does (never an error);
 - anything else: its ``str()``, read as text.

@@ -145,7 +145,8 @@ def read_csv_file(path: str | os.PathLike, text: bool = False, **read_csv_kwargs
     try:
         if kwargs.get("header", "infer") is not None and kwargs.get("names") is None:
             first = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False,
-                                skiprows=kwargs.get("skiprows"), encoding_errors=kwargs.get("encoding_errors", "strict"),
+                                skiprows=kwargs.get("skiprows"),
+                                encoding_errors=kwargs.get("encoding_errors", "strict"),
                                 skipinitialspace=kwargs.get("skipinitialspace", False))
             names = [str(v) for v in first.iloc[0]] if len(first) else []
             if len(set(names)) != len(names):

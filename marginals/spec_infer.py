@@ -289,7 +289,8 @@ def _categorical(name: str, keys: np.ndarray, missing: np.ndarray, col: dict, rh
     released = [str(k) for k in observed.index[kept]]
     out = {**col, "type": "categorical", "categories": _category_values(released)}
     if decide_other:
-        out["unseen"] = _other_level(name, ~missing & ~np.isin(keys, released), rho * OTHER_SHARE, ctx)
+        inside = pd.Series(keys, dtype=object).isin(released).to_numpy()  # hash lookup: keys hold None
+        out["unseen"] = _other_level(name, ~missing & ~inside, rho * OTHER_SHARE, ctx)
     out.setdefault("missing", "level" if noisy[-1] >= KNOWN_Z * sigma else "drop")
     out.setdefault("note", f"categories from a thresholded DP histogram (noise sigma {sigma:.4g}, threshold {tau}); "
                            "rarer values map to <other>")

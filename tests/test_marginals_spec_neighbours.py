@@ -203,6 +203,21 @@ def test_one_adversarial_row_changes_no_shared_key(tmp_path, table):
     assert_same_shared_keys(api0, api1, keys)
 
 
+@pytest.mark.parametrize("value", ADVERSARIAL, ids=lambda v: repr(v)[:12])
+def test_every_adversarial_value_in_every_column(tmp_path, value):
+    """Each adversarial value of the issue, added in all four columns at once (not left to the draw)."""
+    rng = np.random.default_rng(3)
+    n = 700
+    columns = [rng.choice(FLAGS, n), rng.choice(RATINGS, n), rng.integers(10, 1000, n).astype(str), rng.choice(IDS, n)]
+    header, rows = ["flag", "rating", "n", "id"], [list(r) for r in zip(*columns)]
+    d = read_csv_file(write_csv(tmp_path / "d.csv", header, rows), text=True)
+    d1 = read_csv_file(write_csv(tmp_path / "d1.csv", header, rows + [[value] * 4]), text=True)
+    spec0, spec1 = _infer(d, PROPERTY_SCHEMA), _infer(d1, PROPERTY_SCHEMA)
+    assert_same_shared_keys(spec0, spec1, dict.fromkeys(header, _key(value)))
+    assert spec0["flag"]["categories"] == ["false", "true"] and len(spec0["id"]["categories"]) == len(IDS)
+    assert spec0["rating"]["categories"] == ["10", "2.5", "3.5", "4.5", "7"]
+
+
 # --- the canonical keys themselves -------------------------------------------------------------
 
 

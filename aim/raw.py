@@ -67,13 +67,17 @@ def _public_spec(spec: Any) -> Discretizer:
 def synthesize(data: pd.DataFrame, epsilon: float, delta: float = 1e-9, *, spec: Any = None, schema: Any = None,
                spec_share: float = SPEC_SHARE, bins: int = DEFAULT_BINS, rows: int | None = None,
                numeric: str = "uniform", insecure_seed: int | None = None, sample_seed: Any = None,
-               **aim_options) -> tuple[Release, pd.DataFrame]:
+               show_private_values: bool = False, **aim_options) -> tuple[Release, pd.DataFrame]:
     """Run AIM on a raw DataFrame and return (release, readable synthetic rows).
 
     ``spec``: a public spec (dict, path or `Discretizer`); otherwise ``schema`` (public; default the
     column names) is completed under DP with ``spec_share`` of the budget. ``rows``, ``numeric`` and
     ``sample_seed`` go to `Release.synthetic_data`; other keywords to `AIM`. ``insecure_seed``:
-    tests only (the release is then marked not private).
+    tests only (the release is then marked not private). Cells are keyed by their own value whatever
+    dtype pandas gave the column (`marginals.cell_keys`; read CSVs with
+    ``marginals.dataset.read_csv_file(path, text=True)`` to keep ids above 2^53 exact). A spec rule
+    that fails raises before any budget is spent, naming the column and the rule (values and counts
+    only with ``show_private_values``, for the data holder).
     """
     if not isinstance(data, pd.DataFrame):
         raise TypeError(f"synthesize expects a pandas DataFrame of raw values, got {type(data).__name__}")
@@ -87,24 +91,28 @@ def synthesize(data: pd.DataFrame, epsilon: float, delta: float = 1e-9, *, spec:
                                                        [str(c) for c in data.columns], bins)
     if spec is not None or not any(spec_gaps(partial).values()):
         disc = _public_spec(spec if spec is not None else partial)
-        coded = disc.transform(data.set_axis([str(c) for c in data.columns], axis=1), extra="drop")
+        coded = disc.transform(data.set_axis([str(c) for c in data.columns], axis=1), extra="drop",
+                               show_private_values=show_private_values)
         release = AIM(epsilon, delta, insecure_seed=insecure_seed, **aim_options).run(coded).with_spec(disc)
     else:
-        release = _synthesize_inferred(data, epsilon, delta, partial, spec_share, bins, insecure_seed, aim_options)
+        release = _synthesize_inferred(data, epsilon, delta, partial, spec_share, bins, insecure_seed, aim_options,
+                                       show_private_values)
     return release, release.synthetic_data(rows, rng=sample_seed, numeric=numeric)
 
 
 def _synthesize_inferred(data: pd.DataFrame, epsilon: float, delta: float, partial: dict, spec_share: float,
-                         bins: int, insecure_seed: int | None, aim_options: dict) -> Release:
+                         bins: int, insecure_seed: int | None, aim_options: dict, show: bool = False) -> Release:
     """The DP spec inference and AIM on one ledger (see the module docstring)."""
     gaps = spec_gaps(partial)
     thresholds = any(g and partial["columns"][c].get("type") != "numeric" for c, g in gaps.items())
     threshold_delta = delta * THRESHOLD_DELTA_SHARE if thresholds else 0.0
     ledger = Accountant.from_epsilon(epsilon, delta - threshold_delta)
     spec_seed, aim_seed = _seeds(insecure_seed)
-    disc = infer_spec(data, ledger, spec_share * ledger.rho, threshold_delta, schema=partial, bins=bins, rng=spec_seed)
+    disc = infer_spec(data, ledger, spec_share * ledger.rho, threshold_delta, schema=partial, bins=bins, rng=spec_seed,
+                      show_private_values=show)
     spec_rho = ledger.spent
-    coded = disc.transform(data.set_axis([str(c) for c in data.columns], axis=1), extra="drop")
+    coded = disc.transform(data.set_axis([str(c) for c in data.columns], axis=1), extra="drop",
+                           show_private_values=show)
     eps_aim = aim_epsilon(ledger.remaining, ledger.delta)
     inner = AIM(eps_aim, ledger.delta, insecure_seed=aim_seed, **aim_options).run(coded)
     for c in inner.ledger.charges:

@@ -169,8 +169,8 @@ class EncodedLinearModel:
             return table
         codes = sub_discretizer(self.discretizer_, features).transform_df(table)
         if len(codes) != len(table):
-            raise DataError("the spec drops rows with a missing value in one of its columns (no count is quoted: "
-                            "the rows may be private); predictions need every row")  # fmt: skip
+            raise DataError("the spec dropped row(s) (a \"drop\" rule for missing or unseen values); "
+                            "predictions need every row")  # fmt: skip  (no count: it is private)
         return codes
 
     def _linear_score(self, X: Any) -> np.ndarray:

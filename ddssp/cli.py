@@ -71,7 +71,7 @@ def _input_name(args: argparse.Namespace) -> str:
 def _read_raw(args: argparse.Namespace, disc: Discretizer) -> pd.DataFrame:
     """The raw CSV of --data (header row, or the spec's column order with --no-header)."""
     try:
-        df = read_csv_file(args.data, header=None if args.no_header else "infer", skiprows=args.skip_rows,
+        df = read_csv_file(args.data, text=True, header=None if args.no_header else "infer", skiprows=args.skip_rows,
                            skipinitialspace=True)
     except DataError as exc:
         if "not a readable CSV" not in str(exc):

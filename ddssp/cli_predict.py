@@ -92,7 +92,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     check_outputs([("--out", args.out)], [("--release", args.release), ("--coef", args.coef), ("--data", args.data)])
     settings = _settings(args.coef)
     model = refit(load_release(args.release), settings, args.coef)
-    rows = read_csv_file(args.data, skipinitialspace=True)
+    rows = read_csv_file(args.data, text=model.discretizer_ is not None, skipinitialspace=True)  # raw rows: as text
     try:
         table = predictions(model, rows)
     except ValueError as exc:

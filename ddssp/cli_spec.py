@@ -19,7 +19,7 @@ from pathlib import Path
 
 from aim import all_k_way, workload_error
 from aim.raw import SPEC_SHARE, synthesize
-from marginals.dataset import read_csv_file
+from marginals.dataset import DataError, read_csv_file
 from marginals.domain import AtomicOutputs, write_text_atomic
 from marginals.spec_infer import SpecInferenceWarning
 from marginals.spec_public import DEFAULT_BINS, draft_spec, read_schema, spec_gaps
@@ -104,19 +104,25 @@ def _describe(spec: dict) -> str:
 def synth_raw(args: argparse.Namespace, out_path: Path, release_path: Path, note) -> int:
     """``synth`` on a raw CSV without a spec: DP spec + AIM on one ledger, readable synthetic rows."""
     names = _names(args)
-    raw = read_csv_file(args.data, header=None if names else "infer", names=names, skiprows=args.skip_rows,
-                        skipinitialspace=True)
+    raw = read_csv_file(args.data, text=True, header=None if names else "infer", names=names,
+                        skiprows=args.skip_rows, skipinitialspace=True)
+    if raw.empty:
+        raise ValueError(f"{args.data}: no data rows (a raw CSV needs a header row and at least one row)")
     spec_share = SPEC_SHARE if args.spec_budget is None else args.spec_budget
-    note(f"{Path(args.data).stem}: {len(raw):,} raw rows x {raw.shape[1]} columns; no --spec: inferring the spec "
+    note(f"{Path(args.data).stem}: raw CSV read as text, {raw.shape[1]} columns; no --spec: inferring the spec "
          f"under DP with {100 * spec_share:g}% of the budget (--spec-budget), charged to the release's ledger")
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", SpecInferenceWarning)
-        release, synthetic = synthesize(
-            raw, args.epsilon, args.delta, schema=args.schema, spec_share=spec_share, bins=args.bins, rows=args.rows,
-            numeric=args.numeric, insecure_seed=args.insecure_seed, sample_seed=args.sample_seed,
-            max_model_size=args.max_model_size, max_cells=args.max_cells, progress=not args.quiet,
-        )
+        try:
+            release, synthetic = synthesize(
+                raw, args.epsilon, args.delta, schema=args.schema, spec_share=spec_share, bins=args.bins,
+                rows=args.rows, numeric=args.numeric, insecure_seed=args.insecure_seed, sample_seed=args.sample_seed,
+                max_model_size=args.max_model_size, max_cells=args.max_cells, progress=not args.quiet,
+                show_private_values=getattr(args, "show_private_values", False),
+            )
+        except DataError as exc:  # a rule of the schema failed on the rows: checked before any budget is spent
+            raise ValueError(f"{args.data}: {exc}") from None
     for w in caught:
         note(f"warning: {w.message}")
     elapsed = time.perf_counter() - start

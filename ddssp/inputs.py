@@ -77,8 +77,8 @@ def coded_table(df: pd.DataFrame, domain: DomainLike, target: str, target_levels
         disc = sub_discretizer(domain, cols) if exact else domain
         codes = disc.transform_df(df, extra="drop")
         if len(codes) != len(df):
-            raise DataError("the spec drops rows with a missing value in one of its columns (no count is quoted: the "
-                            "rows are private); fit on complete rows")  # fmt: skip
+            raise DataError("the spec dropped row(s) (a \"drop\" rule for missing or unseen values); fit on complete "
+                            "rows")  # no count: it is private
         return Dataset(codes, disc.domain), domain
     if not isinstance(domain, Domain):
         k = _levels(domain)

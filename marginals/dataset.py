@@ -118,36 +118,50 @@ def check_columns(names: Iterable[object], domain: Domain, weight_column: str | 
     return columns
 
 
-def read_csv_file(path: str | os.PathLike, **read_csv_kwargs) -> pd.DataFrame:
+def read_csv_file(path: str | os.PathLike, text: bool = False, **read_csv_kwargs) -> pd.DataFrame:
     """``pandas.read_csv`` with every problem of the file itself reported as a `DataError` that
     names the file: empty, binary or non-UTF-8 content, unparsable rows, and (with a header row)
-    repeated column names, which pandas would silently rename ``age``, ``age.1``."""
+    repeated column names, which pandas would silently rename ``age``, ``age.1``.
+
+    ``text=True`` is the reader for raw data: no type inference across rows, every cell the string
+    in the file (an empty cell is ``""``; which text means missing is decided per cell by
+    `marginals.cell_keys`), bytes that are not UTF-8 kept as ``\\xNN`` escapes in their own cell
+    (the file is not refused for them: one row must not decide whether the others are read). The
+    default (``text=False``) is pandas's typed reading, for tables of integer codes."""
     with open(path, "rb") as fh:
         head = fh.read(1 << 16)
     if not head.strip():
         raise DataError(f"{path}: empty file (expected a CSV with a header row)")
     if b"\x00" in head:
         raise DataError(f"{path}: not a CSV file (binary content)")
+    if not text:
+        try:
+            head.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            if exc.start < len(head) - 4:  # not just a character cut at the end of the sample
+                raise DataError(f"{path}: not a CSV file (not UTF-8 text at byte {exc.start})") from None
+    as_text = {"dtype": str, "keep_default_na": False, "na_filter": False, "encoding_errors": "backslashreplace"}
+    kwargs = {**read_csv_kwargs, **as_text} if text else read_csv_kwargs
     try:
-        head.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        if exc.start < len(head) - 4:  # not just a character cut at the end of the sample
-            raise DataError(f"{path}: not a CSV file (not UTF-8 text at byte {exc.start})") from None
-    try:
-        if read_csv_kwargs.get("header", "infer") is not None and read_csv_kwargs.get("names") is None:
+        if kwargs.get("header", "infer") is not None and kwargs.get("names") is None:
             first = pd.read_csv(path, header=None, nrows=1, dtype=str, keep_default_na=False,
-                                skiprows=read_csv_kwargs.get("skiprows"),
-                                skipinitialspace=read_csv_kwargs.get("skipinitialspace", False))
+                                skiprows=kwargs.get("skiprows"),
+                                encoding_errors=kwargs.get("encoding_errors", "strict"),
+                                skipinitialspace=kwargs.get("skipinitialspace", False))
             names = [str(v) for v in first.iloc[0]] if len(first) else []
             if len(set(names)) != len(names):
                 dup = sorted({c for c in names if names.count(c) > 1})
                 raise DataError(f"{path}: duplicate column(s) {dup}")
-        return pd.read_csv(path, **read_csv_kwargs)
+        return pd.read_csv(path, **kwargs)
+    except DataError:
+        raise
     except pd.errors.EmptyDataError:
         raise DataError(f"{path}: empty file (no columns to read)") from None
     except UnicodeDecodeError as exc:
         raise DataError(f"{path}: not a CSV file (not UTF-8 text at byte {exc.start})") from None
     except pd.errors.ParserError as exc:
+        raise DataError(f"{path}: not a readable CSV file ({' '.join(str(exc).split())})") from None
+    except (ValueError, OSError) as exc:  # anything else pandas raises about the file: still name it
         raise DataError(f"{path}: not a readable CSV file ({' '.join(str(exc).split())})") from None
 
 

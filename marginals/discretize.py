@@ -105,11 +105,14 @@ class Discretizer:
         """Readable label of every code of ``column`` (categories, bin intervals, ``<other>``, ``<missing>``)."""
         return self._columns[self.domain.axes([column])[0]].labels()
 
-    def transform_df(self, df: pd.DataFrame, extra: str = "error") -> pd.DataFrame:
+    def transform_df(self, df: pd.DataFrame, extra: str = "error", show_private_values: bool = False) -> pd.DataFrame:
         """Codes of ``df`` as a DataFrame in domain order (index kept); counts go to ``last_report``.
 
         ``extra="drop"`` ignores columns the spec does not name (by default they are an error). Rows
         with a missing value in a ``"missing": "drop"`` column are left out (counted as ``dropped``).
+        Cells are matched by their canonical key whatever the column's dtype (`marginals.cell_keys`).
+        A rule's `DataError` names the column and the rule; ``show_private_values`` (the data
+        holder's debug option) adds the count and an example value.
         """
         if not isinstance(df, pd.DataFrame):
             raise TypeError(f"transform expects a pandas DataFrame, got {type(df).__name__}")
@@ -125,7 +128,7 @@ class Discretizer:
         if parts:
             raise DataError("; ".join(parts))
         df = df.set_axis(names, axis=1)
-        encoded = {col.name: col.encode(df[col.name]) for col in self._columns}
+        encoded = {col.name: col.encode(df[col.name], show_private_values) for col in self._columns}
         counts = {name: c for name, (_, c, _) in encoded.items()}
         dropped = np.zeros(len(df), dtype=bool)
         for _, _, d in encoded.values():
@@ -138,9 +141,9 @@ class Discretizer:
         codes = pd.DataFrame({name: c for name, (c, _, _) in encoded.items()}, index=df.index)
         return codes[~dropped] if dropped.any() else codes
 
-    def transform(self, df: pd.DataFrame, extra: str = "error") -> Dataset:
+    def transform(self, df: pd.DataFrame, extra: str = "error", show_private_values: bool = False) -> Dataset:
         """``df`` as a validated `Dataset` over `domain` (see `transform_df`)."""
-        return Dataset(self.transform_df(df, extra=extra), self.domain)
+        return Dataset(self.transform_df(df, extra=extra, show_private_values=show_private_values), self.domain)
 
     def inverse_transform(self, codes: pd.DataFrame | Dataset, rng: np.random.Generator | None = None,
                           numeric: str = "interval", other_label: str = OTHER_LABEL,

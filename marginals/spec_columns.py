@@ -2,10 +2,13 @@
 
 A column is ``categorical`` (a list of categories, optional aliases and an ``<other>`` level for
 unseen values) or ``numeric`` (bin edges, or ``lo``/``hi``/``bins``; values outside are clipped
-into the end bins). Missing values (NaN/None or a listed marker) raise, get their own level
-(``"missing": "level"``) or drop their row (``"missing": "drop"``); values outside the categories
-raise, go to ``<other>`` or drop their row the same way (``"unseen"``). A numeric column with
-``"non_numeric": "missing"`` treats text that is not a number as missing instead of raising.
+into the end bins). Raw values are matched by their canonical key (`series_keys`: a function of
+the cell alone, see `marginals.cell_keys`). Missing values (blank, NA/NaN/None or a listed
+marker) raise, get their own level (``"missing": "level"``) or drop their row (``"missing":
+"drop"``); values outside the categories raise, go to ``<other>`` or drop their row the same way
+(``"unseen"``). A numeric column with ``"non_numeric": "missing"`` treats text that is not a
+number as missing instead of raising. A rule's error names the column and the rule, never a
+private value or count (unless the data holder asks for them: ``show``).
 `marginals.discretize.Discretizer` assembles the columns into a domain.
 """
 
@@ -20,6 +23,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from .cell_keys import column_keys, key_numbers
 from .dataset import DataError, _example, code_dtype
 
 UNSEEN_OPTIONS = ("error", "other", "drop")
@@ -39,13 +43,16 @@ class SpecError(ValueError):
     """Raised when a discretizer spec is invalid (the message names the column and the key)."""
 
 
-def value_key(value: Any) -> str:
-    """The text a value is matched by: strings stripped, integral numbers without a decimal point."""
-    if isinstance(value, str):
-        return value.strip()
-    if isinstance(value, (float, np.floating)) and float(value).is_integer():
-        return str(int(value))
-    return str(value)
+def series_keys(s: pd.Series) -> np.ndarray:
+    """The canonical key of every cell (object array, None where missing), a function of that cell
+    alone whatever the column's dtype (`marginals.cell_keys`). Every raw value is keyed here: data
+    in `Column.encode` and the spec inference, categories, aliases and markers of a spec."""
+    return column_keys(s)
+
+
+def value_key(value: Any) -> str | None:
+    """The key of one value (see `series_keys`); None when it reads as missing."""
+    return series_keys(pd.Series([value], dtype=object))[0]
 
 
 def fmt_number(x: float) -> str:
@@ -53,20 +60,13 @@ def fmt_number(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else format(float(x), ".12g")
 
 
-def series_keys(s: pd.Series) -> np.ndarray:
-    """The text of every value, stripped, vectorized (entries of missing values are meaningless)."""
-    if isinstance(s.dtype, np.dtype) and s.dtype.kind in "iuf":
-        return s.to_numpy().astype(str).astype(object)
-    return s.astype(str).str.strip().to_numpy(dtype=object)
-
-
-def integral_keys(keys: np.ndarray) -> np.ndarray:
-    """Keys whose text is an integral number rewritten without a decimal point ("3.0" -> "3")."""
-    num = pd.to_numeric(pd.Series(keys, dtype=object), errors="coerce").to_numpy(np.float64)
-    whole = np.isfinite(num) & (num == np.round(num)) & (np.abs(num) < 2.0**53)
-    out = keys.copy()
-    out[whole] = num[whole].astype(np.int64).astype(str)
-    return out
+def private_detail(mask: np.ndarray, s: pd.Series, show: bool) -> str:
+    """What a message may add about the rows ``mask`` flags: nothing by default (messages name the
+    column, the file and the rule, never a private value or count); with ``show`` (the data
+    holder's debug option) the count and the first value with its row."""
+    if not show:
+        return ""
+    return f" [private, shown on request: {int(mask.sum())} row(s), {_example(mask, s.to_numpy(), s.index)}]"
 
 
 def _number(spec: Mapping, key: str, where: str) -> float:
@@ -85,11 +85,12 @@ def choice(spec: Mapping, key: str, allowed: tuple[str, ...], default: str, wher
 
 
 def markers(value: Any, where: str) -> tuple[str, ...]:
-    """Missing markers as keys (a list of strings or numbers)."""
+    """Missing markers as keys (a list of strings or numbers; those that read as missing anyway left out)."""
     ok = isinstance(value, list) and all(isinstance(m, (str, int, float)) and not isinstance(m, bool) for m in value)
     if not ok:
         raise SpecError(f"{where}: 'missing_markers' must be a list of strings or numbers, got {value!r}")
-    return tuple(value_key(m) for m in value)
+    keys = series_keys(pd.Series(value, dtype=object)) if value else []
+    return tuple(dict.fromkeys(k for k in keys if k is not None))
 
 
 @dataclass(eq=False)
@@ -118,58 +119,50 @@ class Column:
         extra = [OTHER_LABEL] * (self.other_code is not None) + [MISSING_LABEL] * (self.missing_code is not None)
         return [str(v) for v in self.values] + extra
 
-    def encode(self, s: pd.Series) -> tuple[np.ndarray, dict[str, int], np.ndarray]:
-        """Codes of one raw column, its report counts and the rows to drop; `DataError` when an option says so."""
-        raw, missing = s.to_numpy(), s.isna().to_numpy().copy()
+    def encode(self, s: pd.Series, show: bool = False) -> tuple[np.ndarray, dict[str, int], np.ndarray]:
+        """Codes of one raw column, its report counts and the rows to drop; `DataError` when a rule
+        says "error" (naming the column and the rule; values and counts only with ``show``)."""
+        keys = series_keys(s)
+        missing = pd.isna(keys)
+        if self.markers:
+            missing |= pd.Series(keys, dtype=object).isin(list(self.markers)).to_numpy()
         dropped = np.zeros(len(s), dtype=bool)
-        if self.kind == "numeric" and s.dtype.kind in "iufb":
-            vals = s.to_numpy(dtype=np.float64, na_value=np.nan)
-            nums = pd.to_numeric(pd.Series(self.markers, dtype=object), errors="coerce").dropna()
-            missing |= np.isin(vals, nums.to_numpy(np.float64))
+        if self.kind == "numeric":
+            vals = key_numbers(np.where(missing, None, keys))
+            bad = np.isnan(vals) & ~missing
+            if bad.any() and not self.text_is_missing:
+                raise DataError(
+                    f"column {self.name!r}: non-numeric text, under the rule \"non_numeric\": \"error\""
+                    f"{private_detail(bad, s, show)}; list such values in \"missing_markers\" if they mean missing "
+                    "(or set \"non_numeric\": \"missing\")"
+                )
+            missing |= bad
             codes, counts = self._bin(vals, missing)
         else:
-            keys = series_keys(s)
-            if self.markers:
-                missing |= np.isin(keys, self.markers)
-            if self.kind == "numeric":
-                vals = pd.to_numeric(pd.Series(np.where(missing, "nan", keys)), errors="coerce").to_numpy(np.float64)
-                bad = np.isnan(vals) & ~missing
-                if bad.any() and not self.text_is_missing:
-                    raise DataError(
-                        f"column {self.name!r}: {int(bad.sum())} non-numeric value(s), {_example(bad, raw, s.index)}; "
-                        "list them in \"missing_markers\" if they mean missing (or set \"non_numeric\": \"missing\")"
-                    )
-                missing |= bad
-                codes, counts = self._bin(vals, missing)
-            else:
-                codes, counts, dropped = self._lookup(keys, missing, raw, s.index)
+            codes, counts, dropped = self._lookup(keys, missing, s, show)
         if self.drop_missing:
             dropped |= missing
         elif missing.any():
             if self.missing_code is None:
                 raise DataError(
-                    f"column {self.name!r}: {int(missing.sum())} missing value(s) (NaN/None or markers "
-                    f"{list(self.markers)}), {_example(missing, raw, s.index)}; set \"missing\": \"level\" "
-                    "(or \"drop\") in the spec to give them their own level (or leave their rows out)"
+                    f"column {self.name!r}: missing value(s) (blank, NA/NaN/None or markers {list(self.markers)}), "
+                    f"under the rule \"missing\": \"error\"{private_detail(missing, s, show)}; set \"missing\": "
+                    "\"level\" (or \"drop\") in the spec to give them their own level (or leave their rows out)"
                 )
             codes[missing] = self.missing_code
         codes[dropped] = 0
         counts["missing"] = int(missing.sum())
         return codes.astype(code_dtype(self.size)), counts, dropped
 
-    def _lookup(self, keys: np.ndarray, missing: np.ndarray, raw: np.ndarray, index: pd.Index) -> tuple:
+    def _lookup(self, keys: np.ndarray, missing: np.ndarray, s: pd.Series, show: bool) -> tuple:
         idx = self.lookup.get_indexer(keys)
         codes = np.where(idx >= 0, self.lookup_codes[idx], -1)
         unseen = (codes < 0) & ~missing
-        if unseen.any():  # a second chance for numbers written as floats: 16.0 matches the category 16
-            idx = self.lookup.get_indexer(integral_keys(keys[unseen]))
-            codes[unseen] = np.where(idx >= 0, self.lookup_codes[idx], -1)
-            unseen = (codes < 0) & ~missing
         if unseen.any() and not self.drop_unseen:
             if self.other_code is None:
                 raise DataError(
-                    f"column {self.name!r}: {int(unseen.sum())} value(s) not among the {len(self.values)} "
-                    f"public categories, {_example(unseen, raw, index)}; add them to \"categories\" or "
+                    f"column {self.name!r}: value(s) outside the {len(self.values)} public categories, under the "
+                    f"rule \"unseen\": \"error\"{private_detail(unseen, s, show)}; add them to \"categories\" or "
                     "\"aliases\", or set \"unseen\": \"other\" (or \"drop\")"
                 )
             codes[unseen] = self.other_code
@@ -250,14 +243,16 @@ def _categorical(name: str, spec: Mapping, where: str, marks: tuple, defaults: d
     cats = spec.get("categories")
     if not isinstance(cats, list) or not cats:
         raise SpecError(f"{where}: 'categories' must be a non-empty list, got {cats!r}")
-    bad = [c for c in cats if isinstance(c, bool) or not isinstance(c, (str, int)) or not value_key(c)]
+    keys = list(series_keys(pd.Series(cats, dtype=object)))
+    bad = [c for c, k in zip(cats, keys) if isinstance(c, bool) or not isinstance(c, (str, int)) or k is None]
     if bad:
-        raise SpecError(f"{where}: categories must be non-empty strings or integers, e.g. not {bad[0]!r}")
-    keys = [value_key(c) for c in cats]
+        raise SpecError(f"{where}: categories must be non-empty strings or integers (not text read as missing: "
+                        f"blank, NA, null, ...), e.g. not {bad[0]!r}")
     position = {k: i for i, k in enumerate(keys)}  # sets and dicts: a crafted file may list millions
     dup = sorted(k for k, n in Counter(keys).items() if n > 1)
     if dup:
-        raise SpecError(f"{where}: {len(dup)} duplicate categor(ies) {dup} (compared after stripping whitespace)")
+        raise SpecError(f"{where}: {len(dup)} duplicate categor(ies) {dup} (compared by key: stripped, numbers by "
+                        "value, true/false in any case)")
     clash = [m for m in marks if m in position]
     if clash:
         raise SpecError(f"{where}: category {clash[0]!r} is also a missing marker")
@@ -269,11 +264,12 @@ def _categorical(name: str, spec: Mapping, where: str, marks: tuple, defaults: d
         raise SpecError(f"{where}: 'aliases' must be an object raw value -> category, got {aliases!r}")
     alias_keys, alias_codes = [], []
     seen = set(marks)
+    alias_of = dict(zip(aliases, series_keys(pd.Series(list(aliases), dtype=object)))) if aliases else {}
     for raw, target in aliases.items():
-        k = value_key(raw)
+        k = alias_of[raw]
         if isinstance(target, bool) or not isinstance(target, (str, int)) or value_key(target) not in position:
             raise SpecError(f"{where}: alias {raw!r} -> {target!r}: the target is not one of the categories")
-        if k in position or k in seen:
+        if k is None or k in position or k in seen:
             raise SpecError(f"{where}: alias {raw!r} is already a category, a missing marker or another alias")
         seen.add(k)
         alias_keys.append(k)

@@ -7,6 +7,12 @@ row (added or removed), and a row holds one value per column, so every histogram
 sensitivity 1. Only noisy counts are read after the measurement; nothing else from the rows
 reaches the spec (no un-noised category, minimum, maximum or quantile).
 
+Every step reads a cell only through its canonical key (`marginals.spec_columns.series_keys`,
+rules in `marginals.cell_keys`): a function of that cell alone, the same whatever dtype pandas
+gave the column, so a row added to the table changes its own key and no other (the type profile,
+the category histogram and the numeric histogram below each move by one count). Every "error"
+rule of the schema is checked on the rows before anything is charged (`check_rules`).
+
 - Type (when the schema gives none): the counts (missing, number, text) with discrete Gaussian
   noise (`marginals.mechanisms.measure_counts`), `PROFILE_SHARE` of the column's budget; numeric
   when the noisy number count exceeds the noisy text count.
@@ -15,6 +21,8 @@ reaches the spec (no un-noised category, minimum, maximum or quantile).
 - Categories: a thresholded histogram. The noisy count X_k + Z_k of every *observed* value k
   (Z_k discrete Gaussian with variance parameter s^2, `marginals.exact`) is released when it
   reaches the threshold tau; the missing count is a public key, measured in the same vector.
+  With a seeded (test) source each key's noise has its own stream (`keyed_noise`), so two
+  neighbouring tables draw the same noise for the keys they share.
 
   Why it is private. If the added row's value k is already observed, the key set is the same and
   only X_k moves by 1: the Gaussian mechanism, 1/(2 s^2)-zCDP, and thresholding is
@@ -47,6 +55,7 @@ count reaches `KNOWN_Z` sigma; otherwise their rows are dropped (``"missing": "d
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 import warnings
@@ -57,13 +66,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from . import spec_columns
+from .cell_keys import key_numbers
 from .dataset import DataError
 from .discretize import Discretizer
-from .exact import discrete_gaussian, noise_variance
+from .exact import discrete_gaussian, discrete_gaussian_scalar, noise_variance
 from .mechanisms import COUNT_SENSITIVITY, measure_counts
 from .privacy import Accountant, BudgetExceeded
-from .randomness import RandomSource, noise_source
-from .spec_columns import OTHER_LABEL, integral_keys, series_keys, value_key
+from .randomness import InsecureRandom, RandomSource, noise_source
+from .spec_columns import OTHER_LABEL, SpecError, compile_column, markers
 from .spec_grid import cell_counts, edges_from_noisy
 from .spec_public import DEFAULT_BINS, draft_spec, spec_gaps
 
@@ -107,11 +118,14 @@ def _sigma(rho: float) -> float:
 
 
 def infer_spec(data: pd.DataFrame, accountant: Accountant, rho: float, delta: float = 0.0, schema: Any = None,
-               bins: int = DEFAULT_BINS, rng: RandomSource | int | None = None) -> Discretizer:
+               bins: int = DEFAULT_BINS, rng: RandomSource | int | None = None,
+               show_private_values: bool = False) -> Discretizer:
     """A `Discretizer` for ``data``: what ``schema`` (public; default: the table's column names)
     declares, the rest inferred under DP for at most ``rho`` (zCDP) plus ``delta`` for the
-    category thresholds, charged to ``accountant`` (see the module docstring). ``rng``: None (secure,
-    the default) or, for tests only, an insecure seed."""
+    category thresholds, charged to ``accountant`` (see the module docstring). Every "error" rule
+    of the schema is checked on the rows first: a failing run charges nothing (its message names
+    the column and the rule; private values only with ``show_private_values``). ``rng``: None
+    (secure, the default) or, for tests only, an insecure seed."""
     if not isinstance(data, pd.DataFrame):
         raise TypeError(f"infer_spec expects a pandas DataFrame, got {type(data).__name__}")
     df = data.set_axis([str(c) for c in data.columns], axis=1)
@@ -120,6 +134,7 @@ def infer_spec(data: pd.DataFrame, accountant: Accountant, rho: float, delta: fl
     if absent:
         raise DataError(f"{len(absent)} schema column(s) missing from the table: {absent}")
     todo = [c for c, gap in spec_gaps(partial).items() if gap]
+    check_rules(df, partial, todo, show_private_values)
     if not todo:
         return Discretizer(partial)
     thresholded = [c for c in todo if partial["columns"][c].get("type") != "numeric"]
@@ -143,6 +158,29 @@ def infer_spec(data: pd.DataFrame, accountant: Accountant, rho: float, delta: fl
     return Discretizer({**{k: v for k, v in partial.items() if k != "columns"}, "note": note, "columns": columns})
 
 
+_PLACEHOLDER = "\x00placeholder"
+
+
+def check_rules(df: pd.DataFrame, partial: dict, todo: list, show: bool = False) -> None:
+    """Check every "error" rule a partial spec fixes on the rows, before any budget is spent:
+    complete columns run as they will; inferred ones check their declared ``"missing": "error"``
+    and ``"non_numeric": "error"``; ``"unseen": "error"`` on inferred categories is refused (rare
+    values are left out by design, so it would fail on the noise)."""
+    defaults = {k: partial[k] for k in ("unseen", "missing", "missing_markers")}
+    for name, col in partial["columns"].items():
+        if name in todo:
+            if col.get("unseen") == "error":
+                raise SpecError(f"column {name!r}: \"unseen\": \"error\" needs declared categories (inferred "
+                                "categories leave rare values out by design); use \"other\" or \"drop\"")
+            col = {k: v for k, v in col.items() if k not in ("lo", "hi", "bins", "edges", "aliases")}
+            col.setdefault("missing", "level")  # inferred: level or drop, never an error unless declared
+            if col.setdefault("type", "categorical") == "categorical":
+                col.update(categories=[_PLACEHOLDER], unseen="other")
+            else:
+                col.update(lo=0, hi=1, bins=1)
+        compile_column(name, col, defaults)[0].encode(df[name], show)
+
+
 def _check_budget(accountant: Accountant, rho: float, delta: float, thresholded: list) -> None:
     if not isinstance(accountant, Accountant):
         raise TypeError(f"accountant must be a marginals.Accountant, got {type(accountant).__name__}")
@@ -157,7 +195,7 @@ def _check_budget(accountant: Accountant, rho: float, delta: float, thresholded:
 
 def _infer_column(name: str, s: pd.Series, col: dict, ctx: _Context) -> dict | None:
     """One column's spec: its declared keys plus what the noisy measurements give (None: nothing kept)."""
-    marks = tuple(value_key(m) for m in col.get("missing_markers", ctx.markers))
+    marks = markers(list(col.get("missing_markers", ctx.markers)), f"column {name!r}")
     keys, missing, values = _parse(s, marks)
     rho, kind = ctx.rho, col.get("type")
     if kind is None:
@@ -169,13 +207,12 @@ def _infer_column(name: str, s: pd.Series, col: dict, ctx: _Context) -> dict | N
 
 
 def _parse(s: pd.Series, marks: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(key, missing, number) of every value, as the Discretizer reads them; each distinct value parsed once."""
-    codes, uniques = pd.factorize(s)  # NaN/None -> -1
-    keys = integral_keys(series_keys(pd.Series(uniques)))
-    numbers = pd.to_numeric(pd.Series(keys, dtype=object), errors="coerce").to_numpy(np.float64)
-    missing = np.append(np.isin(keys, marks), True)[codes]  # code -1 picks the appended True
-    keys, numbers = np.append(keys, ""), np.append(numbers, np.nan)
-    return keys[codes], missing, np.where(missing, np.nan, numbers[codes])
+    """(key, missing, number) of every value, as the Discretizer reads them: each a function of
+    the cell alone (`marginals.spec_columns.series_keys`), whatever dtype pandas gave the column."""
+    keys = spec_columns.series_keys(s)  # looked up at call time: one keying function for the engine
+    missing = pd.isna(keys) | pd.Series(keys, dtype=object).isin(list(marks)).to_numpy()
+    keys = np.where(missing, None, keys)
+    return keys, missing, key_numbers(keys)
 
 
 def _profile(name: str, values: np.ndarray, missing: np.ndarray, rho: float, ctx: _Context) -> str:
@@ -186,15 +223,42 @@ def _profile(name: str, values: np.ndarray, missing: np.ndarray, rho: float, ctx
     return "numeric" if m.noisy_counts[1] > m.noisy_counts[2] else "categorical"
 
 
-def _thresholded_histogram(name: str, counts: np.ndarray, rho: float, ctx: _Context) -> tuple[np.ndarray, float, int]:
-    """(noisy counts, sigma, tau): discrete Gaussian noise on every count, charged with its delta."""
+#: a seeded source gives each key its own noise stream up to this many keys (one exact draw each,
+#: about 0.5 ms); beyond, one batch in sorted key order (tests only: the secure path is a batch anyway).
+KEYED_MAX = 512
+
+
+def keyed_noise(source: RandomSource, variance: Fraction, labels: list[bytes]) -> np.ndarray:
+    """One discrete Gaussian draw per label, i.i.d. From a secure source: plain independent draws.
+    From a seeded (test) source: each label's draw comes from its own stream, seeded by one word of
+    the source and the label (up to `KEYED_MAX` labels), so a key's noise does not depend on which
+    other keys exist, and the source moves on by one word whatever the data: neighbouring tables
+    replay the same noise on the keys they share. The noise distribution, hence the privacy
+    argument, is the same either way."""
+    if source.private:
+        return discrete_gaussian(source, variance, len(labels))
+    salt = source.uint64(1).tobytes()
+    if len(labels) > KEYED_MAX:
+        return discrete_gaussian(InsecureRandom(int.from_bytes(salt, "little"), warn=False), variance, len(labels))
+    out = np.empty(len(labels), dtype=np.int64)
+    for i, label in enumerate(labels):
+        seed = int.from_bytes(hashlib.sha256(salt + label).digest()[:16], "little")
+        out[i] = discrete_gaussian_scalar(InsecureRandom(seed, warn=False), variance)
+    return out
+
+
+def _thresholded_histogram(name: str, keys: list[str], counts: np.ndarray, rho: float,
+                           ctx: _Context) -> tuple[np.ndarray, float, int]:
+    """(noisy counts, sigma, tau): discrete Gaussian noise on every key's count and, last, the
+    missing count (`keyed_noise`), charged with its delta."""
     variance = noise_variance(_sigma(rho))
     tau = category_threshold(variance, ctx.delta)
     sigma = float(variance) ** 0.5
     ctx.accountant.charge(float(Fraction(COUNT_SENSITIVITY) ** 2 / (2 * variance)), f"spec {name}: categories",
                           THRESHOLD_MECHANISM, sigma=sigma, sensitivity=COUNT_SENSITIVITY, threshold=tau,
                           delta=ctx.delta)
-    return counts + discrete_gaussian(ctx.source, variance, len(counts)), sigma, tau
+    labels = [b"k" + k.encode("utf-8", "surrogatepass") for k in keys] + [b"m"]
+    return counts + keyed_noise(ctx.source, variance, labels), sigma, tau
 
 
 def _category_values(keys: list[str]) -> list:
@@ -216,7 +280,8 @@ def _categorical(name: str, keys: np.ndarray, missing: np.ndarray, col: dict, rh
     observed = pd.Series(keys[~missing], dtype=object).value_counts(sort=False).sort_index()
     counts = np.append(observed.to_numpy(np.int64), np.int64(missing.sum()))  # the last cell: missing (a public key)
     decide_other = "unseen" not in col
-    noisy, sigma, tau = _thresholded_histogram(name, counts, rho * (1 - OTHER_SHARE * decide_other), ctx)
+    noisy, sigma, tau = _thresholded_histogram(name, list(observed.index), counts,
+                                               rho * (1 - OTHER_SHARE * decide_other), ctx)
     reserved = ("", OTHER_LABEL)  # never categories: blank text and the other level's own label go to <other>
     kept = (noisy[:-1] >= tau) & ~np.isin(observed.index.to_numpy(dtype=object), reserved)
     if not kept.any():
@@ -224,7 +289,8 @@ def _categorical(name: str, keys: np.ndarray, missing: np.ndarray, col: dict, rh
     released = [str(k) for k in observed.index[kept]]
     out = {**col, "type": "categorical", "categories": _category_values(released)}
     if decide_other:
-        out["unseen"] = _other_level(name, ~missing & ~np.isin(keys, released), rho * OTHER_SHARE, ctx)
+        inside = pd.Series(keys, dtype=object).isin(released).to_numpy()  # hash lookup: keys hold None
+        out["unseen"] = _other_level(name, ~missing & ~inside, rho * OTHER_SHARE, ctx)
     out.setdefault("missing", "level" if noisy[-1] >= KNOWN_Z * sigma else "drop")
     out.setdefault("note", f"categories from a thresholded DP histogram (noise sigma {sigma:.4g}, threshold {tau}); "
                            "rarer values map to <other>")

@@ -25,7 +25,8 @@ from typing import Any, Mapping
 from .domain import read_json
 from .spec_columns import KEYS, MISSING_OPTIONS, SpecError, compile_column
 
-#: markers read as missing unless the schema lists its own (pandas already reads "", "NA", ... as NaN).
+#: markers read as missing unless the schema lists its own (blank, "NA", "null", ... are missing anyway:
+#: `marginals.cell_keys.MISSING_TEXT`).
 DEFAULT_MISSING_MARKERS = ("?",)
 DEFAULT_BINS = 10
 _TYPE_ALIASES = {

@@ -220,7 +220,8 @@ def test_discretize_bad_input(raw, capsys):
     bad.to_csv(folder / "bad.csv", index=False)
     line = _one_line_error(capsys, 2, ["discretize", "--spec", str(folder / "spec.json"), "--data",
                                        str(folder / "bad.csv"), "--out-dir", str(folder / "o")])
-    assert "paid" in line and "maybe" in line
+    assert "bad.csv: column 'paid'" in line and '"unseen": "error"' in line
+    assert "maybe" not in line  # issue 23: the file, the column and the rule; never the private value
     assert not (folder / "o").exists() or not any((folder / "o").iterdir())  # nothing half-written
     (folder / "badspec.json").write_text(json.dumps({**RAW_SPEC, "columns": {"age": {"type": "numeric", "lo": 5, "hi": 1, "bins": 2}}}))
     line = _one_line_error(capsys, 2, ["discretize", "--spec", str(folder / "badspec.json"), "--data",

@@ -47,6 +47,7 @@ def test_raw_csv_without_spec_or_domain(raw_csv, tmp_path, capsys):
     assert main(_synth(raw_csv, tmp_path)) == 0
     out, err = capsys.readouterr()
     assert "inferring the spec under DP with 5% of the budget (--spec-budget)" in err
+    assert "2,000" not in err and "2000" not in err  # no exact private row count on stderr
     assert "thresholded histograms (DP spec)" in out and "job: 2 categories" in out
     release = Release.load(tmp_path / "r.npz")
     spec_rho = sum(c.rho for c in release.ledger.charges if c.label.startswith("spec "))
@@ -96,6 +97,26 @@ def test_raw_flags_are_refused_with_a_spec_or_domain(raw_csv, tmp_path, capsys):
     argv = _synth(raw_csv, tmp_path, "--spec", str(tmp_path / "spec.json"), "--spec-budget", "0.1")
     assert main(argv) == 2
     assert "are for a raw --data without --spec or --domain" in capsys.readouterr().err
+
+
+def test_a_failing_schema_rule_names_file_column_and_rule_not_the_value(raw_csv, tmp_path, capsys):
+    """Issue 23: "unseen": "error" on declared categories fails before any budget is spent, with no
+    private value, row or count in the message, and nothing written."""
+    (tmp_path / "schema.json").write_text('{"columns": {"age": null, "job": {"type": "categorical", '
+                                          '"categories": ["clerk", "nurse"], "unseen": "error"}, "paid": null}}')
+    assert main(_synth(raw_csv, tmp_path, "--schema", str(tmp_path / "schema.json"))) == 2
+    out, err = capsys.readouterr()
+    assert f"{raw_csv / 'raw.csv'}: column 'job': value(s) outside the 2 public categories" in err
+    assert '"unseen": "error"' in err and "astronaut" not in err + out and "2,000" not in err and "2000" not in err
+    assert not (tmp_path / "r.npz").exists() and not (tmp_path / "s.csv").exists()
+
+
+def test_header_only_raw_csv_names_the_file(tmp_path, capsys):
+    (tmp_path / "h.csv").write_text("age,job\n")
+    argv = ["synth", "--data", str(tmp_path / "h.csv"), "--insecure-seed", "1", "--out", str(tmp_path / "s.csv"),
+            "--release", str(tmp_path / "r.npz")]
+    assert main(argv) == 2
+    assert f"{tmp_path / 'h.csv'}: no data rows" in capsys.readouterr().err
 
 
 def readme_blocks() -> tuple[str, list[str]]:

@@ -13,6 +13,8 @@ import pytest
 from scipy.special import logsumexp
 
 from marginals import Accountant, InsecureSeedWarning
+from marginals.dataset import DataError
+from marginals.spec_columns import SpecError
 from marginals.privacy import BudgetExceeded
 from marginals.spec_infer import SpecInferenceWarning, THRESHOLD_MECHANISM, category_threshold, infer_spec
 
@@ -180,7 +182,9 @@ def test_blank_and_reserved_values_never_become_categories():
     df = pd.DataFrame({"c": ["a"] * 3000 + ["  "] * 3000 + ["<other>"] * 3000})
     spec = infer_spec(df, Accountant(1.0), rho=0.5, delta=1e-9, schema={"columns": {"c": "categorical"}}, rng=8)
     assert spec.to_spec()["columns"]["c"]["categories"] == ["a"]
-    assert spec.transform_df(df)["c"].tolist() == [0] * 3000 + [1] * 6000  # both map to <other>
+    # blank text reads as missing (its own level here, frequent enough), the reserved label as <other>
+    assert spec.labels("c") == ["a", "<other>", "<missing>"]
+    assert spec.transform_df(df)["c"].tolist() == [0] * 3000 + [2] * 3000 + [1] * 3000
 
 
 def test_the_other_level_is_kept_only_for_real_mass_outside_the_categories():
@@ -194,3 +198,67 @@ def test_the_other_level_is_kept_only_for_real_mass_outside_the_categories():
         cols = spec.to_spec()["columns"]
         assert cols["binary"]["unseen"] == "drop" and spec.domain["binary"] == 2  # stays binary
         assert cols["long_tail"]["unseen"] == "other" and cols["long_tail"]["categories"] == ["x", "y"]
+
+
+# --- issue 23: error rules before any budget, no private value in messages, keyed noise ---------
+
+SECRET = "Jane Doe SSN 078-05-1120"
+
+
+def _with_secret(n: int = 2000) -> pd.DataFrame:
+    rng = np.random.default_rng(4)
+    df = pd.DataFrame({"job": rng.choice(["a", "b"], n).astype(object), "age": rng.integers(18, 80, n).astype(object),
+                       "city": rng.choice(["x", "y"], n)})
+    df.loc[1200, "job"] = SECRET
+    df.loc[1201, "age"] = SECRET
+    df.loc[1202, "city"] = None
+    return df
+
+
+@pytest.mark.parametrize("schema, rule", [
+    ({"columns": {"job": {"type": "categorical", "categories": ["a", "b"], "unseen": "error"}, "city": None}},
+     '"unseen": "error"'),
+    ({"columns": {"age": {"type": "numeric", "non_numeric": "error"}, "city": None}}, '"non_numeric": "error"'),
+    ({"columns": {"age": {"type": "numeric", "lo": 0, "hi": 99}, "city": None}}, '"non_numeric": "error"'),
+    ({"columns": {"city": {"missing": "error"}, "job": None}}, '"missing": "error"'),
+    ({"columns": {"city": {"type": "categorical", "categories": ["x", "y"]}, "job": None}, "missing": "error"},
+     '"missing": "error"'),
+])
+def test_error_rules_fail_before_any_budget_is_spent_and_quote_no_value(schema, rule):
+    acct = Accountant(1.0)
+    with pytest.raises(DataError) as err:
+        infer_spec(_with_secret(), acct, rho=0.5, delta=1e-6, schema=schema, rng=1)
+    message = str(err.value)
+    assert rule in message and "column '" in message
+    assert "Jane" not in message and not any(str(row) in message for row in (1200, 1201, 1202))
+    assert acct.spent == 0 and acct.charges == ()  # the accountant is untouched
+    with pytest.raises(DataError, match="shown on request: 1 row"):  # the data holder's debug option
+        infer_spec(_with_secret(), Accountant(1.0), rho=0.5, delta=1e-6, schema=schema, rng=1, show_private_values=True)
+
+
+def test_unseen_error_on_inferred_categories_is_refused_up_front():
+    acct = Accountant(1.0)
+    schema = {"columns": {"job": {"type": "categorical", "unseen": "error"}}}
+    with pytest.raises(SpecError, match=r"column 'job': \"unseen\": \"error\" needs declared categories"):
+        infer_spec(_with_secret(), acct, rho=0.5, delta=1e-6, schema=schema, rng=1)
+    assert acct.charges == ()
+
+
+def test_keyed_noise_does_not_depend_on_the_other_keys():
+    from fractions import Fraction
+
+    from marginals.randomness import InsecureRandom, SecureRandom
+    from marginals.spec_infer import keyed_noise
+    variance = Fraction(25)
+    a = keyed_noise(InsecureRandom(3, warn=False), variance, [b"ka", b"kb", b"m"])
+    b = keyed_noise(InsecureRandom(3, warn=False), variance, [b"k0", b"ka", b"kaa", b"kb", b"m"])
+    assert a.tolist() == b[[1, 3, 4]].tolist()
+    source = InsecureRandom(3, warn=False)  # the source moves on by one word, whatever the keys
+    keyed_noise(source, variance, [b"k%d" % i for i in range(50)])
+    reference = InsecureRandom(3, warn=False)
+    reference.uint64(1)
+    assert source.uint64(4).tolist() == reference.uint64(4).tolist()
+    draws = np.concatenate([keyed_noise(InsecureRandom(s, warn=False), variance, [b"ka"]) for s in range(2000)])
+    secure = keyed_noise(SecureRandom(), variance, [b"k"] * 2000)
+    for sample in (draws, secure):  # the same distribution either way: discrete Gaussian, variance ~25
+        assert abs(sample.mean()) < 0.5 and 21 < sample.var() < 29

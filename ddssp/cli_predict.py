@@ -27,7 +27,8 @@ from sklearn.base import is_classifier
 from marginals.dataset import read_csv_file
 from marginals.domain import read_json, write_text_atomic
 
-from .cli_common import check_outputs, load_release
+from .cli_common import add_csv_output_flags, check_outputs, csv_text, load_release, private_note
+from .cli_fit import check_fit_size
 from .encoding import EncodingOptions
 from .estimators import DDSSPLinearRegression, DDSSPLogisticRegression
 
@@ -46,6 +47,7 @@ def add_predict(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--data", required=True, metavar="CSV",
                    help="rows to predict: raw values if the release has a spec, integer codes otherwise")
     p.add_argument("--out", required=True, metavar="CSV", help="the predictions (one row per --data row)")
+    add_csv_output_flags(p)
     p.set_defaults(func=cmd_predict)
 
 
@@ -62,6 +64,9 @@ def _settings(path: str) -> dict:
 def refit(release: Any, settings: dict, path: str) -> Any:
     """The model of a coefficient file, refitted on ``release``; refused when the coefficients differ."""
     source = release.without(settings["excluded"]) if settings["excluded"] else release
+    if not isinstance(settings["target"], str) or settings["target"] not in source.domain:
+        raise ValueError(f"{path}: target {settings['target']!r} is not an attribute of the release")
+    check_fit_size(source, settings["target"], settings.get("categorical"), path)
     cls = DDSSPLinearRegression if settings["model"] == "linear" else DDSSPLogisticRegression
     options = EncodingOptions(intercept=bool(settings.get("fit_intercept", False)))
     with warnings.catch_warnings():
@@ -97,8 +102,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
         table = predictions(model, rows)
     except ValueError as exc:
         raise ValueError(f"{args.data}: {exc}") from None
-    write_text_atomic(args.out, table.to_csv(index=False), mode=0o600)
-    print(f"wrote {args.out} ({len(table):,} predictions of {settings['target']!r}, {settings['model']} model)")
+    write_text_atomic(args.out, csv_text(table, args.escape_formulas), mode=0o600)
+    print(f"wrote {args.out} (predictions of {settings['target']!r}, {settings['model']} model)")
+    private_note(args, f"{args.data}: {len(table):,} rows predicted")
     return 0
 
 

@@ -102,7 +102,7 @@ class Release:
 
     def marginal(self, attrs: Sequence[str]) -> np.ndarray:
         """The released model's marginal (counts) over ``attrs``, axes in the order given."""
-        return self.model.marginals([tuple(attrs)])[0]
+        return self.marginals([tuple(attrs)])[0]
 
     def marginals(self, cliques: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """Many model marginals in one batched call (what DD-SSP consumes); a `TooLargeError` when

@@ -144,8 +144,8 @@ class EncodedLinearModel:
             return table
         codes = sub_discretizer(self.discretizer_, features).transform_df(table)
         if len(codes) != len(table):
-            raise DataError(f"the spec dropped {len(table) - len(codes)} row(s) with missing values; "
-                            "predictions need every row")  # fmt: skip
+            raise DataError("the spec's \"missing\": \"drop\" rule dropped row(s) with missing values; predictions "
+                            "need every row")  # no exact count: the rows may be private  # fmt: skip
         return codes
 
     def _linear_score(self, X: Any) -> np.ndarray:

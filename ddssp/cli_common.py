@@ -169,8 +169,14 @@ def escape_formulas(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def csv_text(table: pd.DataFrame, escape: bool = True) -> str:
-    """The CSV text (no index) of ``table``; ``escape``: formulas escaped (`escape_formulas`)."""
-    return (escape_formulas(table) if escape else table).to_csv(index=False)
+    """The CSV text (no index) of ``table``; ``escape``: formulas escaped (`escape_formulas`). Lines
+    end in ``\\n``, or ``\\r\\n`` when a text cell holds a carriage return: Python's CSV writer quotes
+    only the line end's characters, and an unquoted CR would end the row for every reader."""
+    out = escape_formulas(table) if escape else table
+    text_columns = [c for c in range(out.shape[1]) if not pd.api.types.is_numeric_dtype(out.iloc[:, c].dtype)]
+    has_cr = any(out.iloc[:, c].astype(str).str.contains("\r", regex=False).any() for c in text_columns)
+    has_cr = has_cr or any("\r" in str(c) for c in out.columns)
+    return out.to_csv(index=False, lineterminator="\r\n" if has_cr else "\n")
 
 
 def add_csv_output_flags(p: argparse.ArgumentParser) -> None:

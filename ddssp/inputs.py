@@ -77,7 +77,8 @@ def coded_table(df: pd.DataFrame, domain: DomainLike, target: str, target_levels
         disc = sub_discretizer(domain, cols) if exact else domain
         codes = disc.transform_df(df, extra="drop")
         if len(codes) != len(df):
-            raise DataError(f"the spec dropped {len(df) - len(codes)} row(s) with missing values; fit on complete rows")
+            raise DataError("the spec's \"missing\": \"drop\" rule dropped row(s) with missing values; fit on "
+                            "complete rows")  # no exact count: the rows are private
         return Dataset(codes, disc.domain), domain
     if not isinstance(domain, Domain):
         k = _levels(domain)

@@ -157,6 +157,8 @@ def _escape_column(column: pd.Series) -> pd.Series:
         categories = [escape_formula(c) for c in column.cat.categories]
         if categories == list(column.cat.categories):
             return column
+        if len(set(categories)) == len(categories):  # no clash with an existing "'=x": stay categorical
+            return column.cat.rename_categories(categories)
         lookup = np.asarray(categories + [np.nan], dtype=object)  # code -1 (missing) picks the NaN
         return pd.Series(lookup[column.cat.codes.to_numpy()], index=column.index, name=column.name)
     return column.map(escape_formula)
@@ -173,10 +175,15 @@ def csv_text(table: pd.DataFrame, escape: bool = True) -> str:
     end in ``\\n``, or ``\\r\\n`` when a text cell holds a carriage return: Python's CSV writer quotes
     only the line end's characters, and an unquoted CR would end the row for every reader."""
     out = escape_formulas(table) if escape else table
-    text_columns = [c for c in range(out.shape[1]) if not pd.api.types.is_numeric_dtype(out.iloc[:, c].dtype)]
-    has_cr = any(out.iloc[:, c].astype(str).str.contains("\r", regex=False).any() for c in text_columns)
-    has_cr = has_cr or any("\r" in str(c) for c in out.columns)
+    has_cr = any("\r" in str(c) for c in out.columns) or any(_holds_cr(out.iloc[:, i]) for i in range(out.shape[1]))
     return out.to_csv(index=False, lineterminator="\r\n" if has_cr else "\n")
+
+
+def _holds_cr(column: pd.Series) -> bool:
+    if pd.api.types.is_numeric_dtype(column.dtype) or pd.api.types.is_bool_dtype(column.dtype):
+        return False
+    values = column.cat.categories if isinstance(column.dtype, pd.CategoricalDtype) else column.unique()
+    return any(isinstance(v, str) and "\r" in v for v in values)
 
 
 def add_csv_output_flags(p: argparse.ArgumentParser) -> None:

@@ -97,11 +97,11 @@ def test_synth_workload_file(coded, tmp_path):
 def test_synth_runs_on_the_shipped_adult_without_the_shared_data(tmp_path):
     env = {**os.environ, "DP_MARGINALS_DATA": str(tmp_path / "absent"), "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(
-        [sys.executable, "-m", "ddssp.cli", "synth", "--epsilon", "0.1", "--max-model-size", "2", "--rows", "500"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+        [sys.executable, "-m", "ddssp.cli", "synth", "--epsilon", "0.1", "--max-model-size", "2", "--rows", "500",
+         "--show-private-values"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
-    assert "adult: 47,842 rows x 15 attributes" in proc.stderr
+    assert "adult: 15 attributes" in proc.stderr and "private (do not publish): adult: 47,842 rows" in proc.stderr
     release = Release.load(tmp_path / "results" / "adult-eps0.1-release.npz")  # the default output paths
     assert release.domain == adult_domain()
     Dataset(pd.read_csv(tmp_path / "results" / "adult-eps0.1-synthetic.csv"), adult_domain())

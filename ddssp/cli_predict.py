@@ -51,6 +51,22 @@ def add_predict(sub: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(func=cmd_predict)
 
 
+def _texts(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(x, str) for x in value)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+#: the coefficient file's fields and their JSON types (a crafted file is bad input, not a TypeError).
+_COEF_FIELDS = {
+    "target": lambda v: isinstance(v, str), "excluded": _texts, "features": _texts,
+    "categorical": lambda v: v is None or _texts(v), "fit_intercept": lambda v: isinstance(v, bool),
+    "coef": lambda v: isinstance(v, list) and all(_number(x) for x in v), "intercept": lambda v: v is None or _number(v),
+}
+
+
 def _settings(path: str) -> dict:
     raw = read_json(path, "coefficient file")
     need = ("target", "model", "excluded", "features", "coef")
@@ -58,13 +74,16 @@ def _settings(path: str) -> dict:
         raise ValueError(f"{path}: not a coefficient file of `fit --json` (needs the keys {list(need)})")
     if raw["model"] not in ("linear", "logistic"):
         raise ValueError(f"{path}: unknown model {raw['model']!r} (linear or logistic)")
+    for key, ok in _COEF_FIELDS.items():
+        if key in raw and not ok(raw[key]):
+            raise ValueError(f"{path}: {key!r} has the wrong type ({raw[key]!r:.60}); not a file written by fit --json")
     return raw
 
 
 def refit(release: Any, settings: dict, path: str) -> Any:
     """The model of a coefficient file, refitted on ``release``; refused when the coefficients differ."""
     source = release.without(settings["excluded"]) if settings["excluded"] else release
-    if not isinstance(settings["target"], str) or settings["target"] not in source.domain:
+    if settings["target"] not in source.domain:
         raise ValueError(f"{path}: target {settings['target']!r} is not an attribute of the release")
     check_fit_size(source, settings["target"], settings.get("categorical"), path)
     cls = DDSSPLinearRegression if settings["model"] == "linear" else DDSSPLogisticRegression

@@ -383,4 +383,10 @@ def test_a_crafted_coefficient_file_is_checked_before_the_refit(coded, capsys, t
     (tmp_path / "rows.csv").write_text("age\n1\n")
     _refused(capsys, ["predict", "--release", str(tmp_path / "out" / "r.npz"), "--coef", str(tmp_path / "c.json"),
                       "--data", str(tmp_path / "rows.csv"), "--out", str(tmp_path / "p.csv")], tmp_path,
-             f"{tmp_path / 'c.json'}: target ['age'] is not an attribute of the release")
+             f"{tmp_path / 'c.json'}: 'target' has the wrong type (['age'])")  # was a TypeError (exit 1)
+    for key, value in (("excluded", 3), ("categorical", True), ("features", None), ("coef", {"a": 1}),
+                       ("intercept", "x")):
+        (tmp_path / "c.json").write_text(json.dumps({**coef, "target": "age", key: value}))
+        _refused(capsys, ["predict", "--release", str(tmp_path / "out" / "r.npz"), "--coef", str(tmp_path / "c.json"),
+                          "--data", str(tmp_path / "rows.csv"), "--out", str(tmp_path / "p.csv")], tmp_path,
+                 f"{tmp_path / 'c.json'}: {key!r} has the wrong type")

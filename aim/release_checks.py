@@ -203,8 +203,9 @@ def check_header(header: Any, path: Any) -> dict:
         raise _fail(path, "model cliques repeat")
     if not _positive(model.get("total")):
         raise _fail(path, f"model total must be a finite number > 0, got {model.get('total')!r}")
-    if not isinstance(model.get("info", {}), dict):
-        raise _fail(path, "model info must be a JSON object")
+    info = model.get("info", {})
+    if not isinstance(info, dict) or not all(v is None or isinstance(v, (str, int, float)) for v in info.values()):
+        raise _fail(path, "model info must be a JSON object of numbers or text")
 
     try:
         ledger = Accountant.from_dict(header["ledger"])

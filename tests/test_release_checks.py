@@ -246,6 +246,11 @@ def test_ledger_charges_must_hold_text_and_numbers(good, tmp_path, capsys, field
     capsys.readouterr()
 
 
+def test_model_info_holds_scalars(good, tmp_path):
+    assert "model info must be a JSON object of numbers or text" in _load_error(
+        _tamper(good, tmp_path, model__info__iterations={"a": [1]}))
+
+
 def _wide(good, tmp_path, levels: int):
     """A small, loadable release over two attributes of ``levels`` levels each (measured one at a time)."""
     header = json.loads(str(_arrays(good)["header"]))

@@ -102,11 +102,14 @@ class Release:
 
     def marginal(self, attrs: Sequence[str]) -> np.ndarray:
         """The released model's marginal (counts) over ``attrs``, axes in the order given."""
-        return self.model.marginals([tuple(attrs)])[0]
+        return self.marginals([tuple(attrs)])[0]
 
     def marginals(self, cliques: Sequence[Sequence[str]]) -> list[np.ndarray]:
-        """Many model marginals in one batched call (what DD-SSP consumes)."""
-        return self.model.marginals([tuple(c) for c in cliques])
+        """Many model marginals in one batched call (what DD-SSP consumes); a `TooLargeError` when
+        their cells exceed `release_checks.MAX_WORK_MB` (checked before any is computed)."""
+        cliques = [tuple(c) for c in cliques]
+        release_checks.check_cells(sum(self.domain.size(c) for c in cliques), f"the marginals of {len(cliques)} clique(s)")
+        return self.model.marginals(cliques)
 
     def synthetic_data(self, n: int | None = None, rng: SamplingSeed = None,
                        decode: bool | None = None, numeric: str = "uniform") -> pd.DataFrame:
@@ -122,6 +125,9 @@ class Release:
         """
         if decode and self._discretizer is None:
             raise ValueError("decode=True needs a release with a spec (this one holds codes only)")
+        if n is None:
+            n = round(self.model.total)  # noisy, public; a crafted total is capped below
+        release_checks.check_synthetic_size(n, len(self.domain))
         rng = sampling_rng(rng)
         codes = self.model.synthetic_data(n, rng)
         if decode is False or self._discretizer is None:

@@ -11,7 +11,14 @@ thresholded histograms, which their charges may not exceed), and the spec (a val
 `marginals.Discretizer` spec whose domain is exactly the release's); (3) the cells the
 measurements, the potentials and the model's junction tree will take are summed from the header
 alone and capped (`MAX_RELEASE_MB`); (4) each array's ``.npy`` header (shape, dtype) is checked
-against what the header promises before its data is read.
+against what the header promises before its data is read. Every header field a consumer reads is
+type-checked here (round entries, ledger charges), so that a crafted field is a format error at
+load, never a TypeError later in ``report`` or ``inspect``.
+
+A loaded release may still describe tables too large to compute (a 3M x 3M pair of attributes
+loads in 100 MB, its pair marginal is 65 TiB): every consumer (marginals, fits, reports,
+synthetic rows) calls `check_cells` / `check_synthetic_size` with what it will allocate first,
+and gets a `TooLargeError` (a ValueError) instead of a MemoryError.
 """
 
 from __future__ import annotations
@@ -36,14 +43,48 @@ MAX_RELEASE_MB = 4096.0
 MAX_HEADER_MB = 64.0
 #: relative tolerance when the ledger's rho is recomputed from the configuration's (eps, delta).
 RHO_RTOL = 1e-9
+#: most memory (MiB) one consumer of a loaded release may allocate for its tables at once.
+MAX_WORK_MB = MAX_RELEASE_MB
+#: most cells (rows x columns) of synthetic rows drawn at once (2 GiB of int64 codes).
+MAX_SYNTHETIC_CELLS = 2**28
+#: round-log fields and their JSON types (other keys may hold a scalar or a list of scalars).
+ROUND_NUMBERS = ("sigma", "eps_select", "rho_used", "model_size_mb", "seconds")
+ROUND_INTEGERS = ("round", "candidates", "iterations")
 
 
 class ReleaseFormatError(ValueError):
     """A file that is not a readable release: wrong format or version, truncated, corrupt or inconsistent."""
 
 
+class TooLargeError(ValueError):
+    """A readable release whose tables (or the rows asked of it) are too large to allocate."""
+
+
 def _fail(path: Any, message: str) -> ReleaseFormatError:
     return ReleaseFormatError(f"{path}: {message}")
+
+
+def _size(mib: float) -> str:
+    for unit, scale in (("TiB", 2**20), ("GiB", 2**10)):
+        if mib >= scale:
+            return f"{mib / scale:,.1f} {unit}"
+    return f"{mib:,.1f} MiB"
+
+
+def check_cells(cells: int, what: str, itemsize: int = 8, limit_mb: float = MAX_WORK_MB) -> None:
+    """Raise `TooLargeError` when ``cells`` values of ``itemsize`` bytes exceed ``limit_mb`` MiB;
+    ``what`` says what would be allocated (e.g. "the marginals of 3 cliques")."""
+    need = int(cells) * itemsize / 2**20
+    if need > limit_mb:
+        raise TooLargeError(f"{what} would need {_size(need)} ({int(cells):,} cells), more than the "
+                            f"{limit_mb:,.0f} MiB allowed; the release's domain is too large for this")
+
+
+def check_synthetic_size(rows: int, columns: int) -> None:
+    """Raise `TooLargeError` when ``rows`` synthetic rows of ``columns`` columns exceed `MAX_SYNTHETIC_CELLS`."""
+    if int(rows) * max(int(columns), 1) > MAX_SYNTHETIC_CELLS:
+        raise TooLargeError(f"{int(rows):,} synthetic rows x {columns} columns is more than the "
+                            f"{MAX_SYNTHETIC_CELLS:,} cells allowed at once; ask for fewer rows (--rows)")
 
 
 def open_archive(path: str | os.PathLike) -> zipfile.ZipFile:
@@ -138,8 +179,7 @@ def check_header(header: Any, path: Any) -> dict:
             raise _fail(path, f"release header: {key!r} must be a JSON {kind.__name__}, "
                               f"got {type(header.get(key)).__name__}")
     for r in header["rounds"]:
-        if not isinstance(r, dict) or not all(_number(r[k]) for k in ("seconds",) if k in r):
-            raise _fail(path, f"release header: each round must be a JSON object (with numeric seconds), got {r!r:.80}")
+        _check_round(r, path)
     if not isinstance(header["config"].get("workload", []), list):
         raise _fail(path, "release header: config workload must be a JSON list")
     try:
@@ -163,13 +203,15 @@ def check_header(header: Any, path: Any) -> dict:
         raise _fail(path, "model cliques repeat")
     if not _positive(model.get("total")):
         raise _fail(path, f"model total must be a finite number > 0, got {model.get('total')!r}")
-    if not isinstance(model.get("info", {}), dict):
-        raise _fail(path, "model info must be a JSON object")
+    info = model.get("info", {})
+    if not isinstance(info, dict) or not all(v is None or isinstance(v, (str, int, float)) for v in info.values()):
+        raise _fail(path, "model info must be a JSON object of numbers or text")
 
     try:
         ledger = Accountant.from_dict(header["ledger"])
     except (ValueError, TypeError, KeyError, AttributeError, BudgetExceeded) as exc:
         raise _fail(path, f"release ledger is invalid ({type(exc).__name__}: {exc})") from None
+    _check_charges(ledger, path)
     _check_budget(header["config"], ledger, path)
 
     # memory: measurements + potentials as stored, plus the junction tree the model will build
@@ -180,6 +222,38 @@ def check_header(header: Any, path: Any) -> dict:
                           f"{MAX_RELEASE_MB:,.0f} MiB allowed (a corrupt or crafted file?)")
     return {"domain": domain, "measured": measured, "sigmas": sigmas, "cliques": cliques,
             "total": float(model["total"]), "info": dict(model.get("info", {})), "ledger": ledger}
+
+
+def _scalar(value: Any) -> bool:
+    return value is None or isinstance(value, (str, bool)) or (_number(value) and math.isfinite(value))
+
+
+def _check_round(r: Any, path: Any) -> None:
+    """One entry of the rounds log: known fields typed, any other a JSON scalar or list of scalars."""
+    if not isinstance(r, dict):
+        raise _fail(path, f"release header: each round must be a JSON object, got {r!r:.80}")
+    for key, value in r.items():
+        if key in ROUND_NUMBERS:
+            ok = _number(value) and math.isfinite(value)
+        elif key in ROUND_INTEGERS:
+            ok = isinstance(value, int) and not isinstance(value, bool) and value >= 0
+        elif key == "clique":
+            ok = isinstance(value, list) and all(isinstance(a, str) for a in value)
+        elif key == "annealed":
+            ok = isinstance(value, bool)
+        else:
+            ok = _scalar(value) or (isinstance(value, list) and all(_scalar(v) for v in value))
+        if not ok:
+            raise _fail(path, f"release header: round field {key!r} has the wrong type or value ({value!r:.60})")
+
+
+def _check_charges(ledger: Accountant, path: Any) -> None:
+    """Each ledger charge's label and mechanism are text and its parameters JSON scalars."""
+    for c in ledger.charges:
+        if not (isinstance(c.label, str) and isinstance(c.mechanism, str) and isinstance(c.params, dict)
+                and all(isinstance(k, str) and _scalar(v) for k, v in c.params.items())):
+            raise _fail(path, f"ledger charge {c.label!r:.60}: label and mechanism must be text and its "
+                              "parameters JSON numbers or text")
 
 
 def _threshold_delta(config: dict, ledger: Accountant, path: Any) -> float:

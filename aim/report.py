@@ -31,6 +31,7 @@ from marginals.domain import PRIVATE_MODE, AtomicOutputs, Domain, write_bytes_at
 from marginals.privacy import Accountant, cdp_eps
 
 from . import report_html, report_plots
+from .release_checks import check_cells
 
 if TYPE_CHECKING:  # pragma: no cover
     from .release import Release
@@ -92,6 +93,9 @@ def marginal_errors(
     domain = release.domain
     data = _as_dataset(data, domain, "data")
     synthetic = None if synthetic is None else _as_dataset(synthetic, domain, "synthetic")
+    levels = [int(m) for m in domain.shape]  # cells of all 1- and 2-way tables, before listing the pairs
+    cells = sum(levels) + (sum(levels) ** 2 - sum(m * m for m in levels)) // 2
+    check_cells((2 if synthetic is None else 3) * cells, "the report's 1-way and 2-way marginals")
     cliques = [(a,) for a in domain.attrs] + list(itertools.combinations(domain.attrs, 2))
     true_tables = data.marginals(cliques)
     model_tables = release.marginals(cliques)

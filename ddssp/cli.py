@@ -7,7 +7,10 @@ with a public spec, and back), ``spec`` (a spec drafted from a public schema; `d
 and ``report`` (an HTML quality report of a release; `ddssp.cli_report`).
 
 Exit codes: 0 ok, 2 bad input (one line on stderr, no traceback), 1 internal error. ``--debug``
-shows the traceback. Progress goes to stderr; ``--quiet`` silences it. Files are written atomically;
+shows the traceback. Progress goes to stderr; ``--quiet`` silences it. No message quotes an exact
+count of private rows or a private value unless ``--show-private-values`` (stderr, for the data
+holder); the synthetic row count printed is public (``--rows`` or the noisy model total).
+CSV outputs have spreadsheet formulas escaped (`ddssp.cli_common.csv_text`; ``--no-escape-formulas``). Files are written atomically;
 an output that would overwrite an input is refused before any work; outputs made of several files
 (``synth``, ``discretize``) are all-or-nothing; coded data derived from private rows is ``0600``.
 Shared helpers are in `ddssp.cli_common`. It lives in ``ddssp`` because it is the end of the import
@@ -36,7 +39,8 @@ from marginals.privacy import cdp_rho
 from marginals.randomness import sampling_rng
 
 from .cli_common import (
-    BAD_INPUT, PROG, Parser, Renamed, check_outputs, fail, nonnegative_int, note, positive_float, positive_int, subcommand,
+    BAD_INPUT, PROG, Parser, Renamed, add_csv_output_flags, check_outputs, check_synthetic_size, csv_text, fail,
+    nonnegative_int, note, positive_float, positive_int, private_note, row_count, subcommand,
 )
 from .cli_fit import add_fit, add_inspect
 from .cli_predict import add_predict
@@ -135,7 +139,10 @@ def cmd_synth(args: argparse.Namespace) -> int:
     if args.schema or args.spec_budget is not None or args.columns:
         raise ValueError("--schema, --spec-budget and --columns are for a raw --data without --spec or --domain")
     data, name, disc = _load_input(args)
-    note(args, f"{name}: {len(data):,} rows x {len(data.domain)} attributes")
+    if args.rows is not None:  # checked before AIM runs, not after
+        check_synthetic_size(args.rows, len(data.domain))
+    note(args, f"{name}: {len(data.domain)} attributes")
+    private_note(args, f"{name}: {len(data):,} rows")
     mechanism = AIM(
         args.epsilon,
         args.delta,
@@ -155,7 +162,7 @@ def cmd_synth(args: argparse.Namespace) -> int:
     out = synthetic if disc is None else disc.inverse_transform(synthetic, rng=rows_rng, numeric=args.numeric, typed=True)
     with AtomicOutputs() as outputs:  # the release and the CSV: both or neither
         release.save(outputs.stage(release_path))
-        write_text_atomic(outputs.stage(out_path), out.to_csv(index=False))
+        write_text_atomic(outputs.stage(out_path), csv_text(out, args.escape_formulas))
     print(f"AIM finished in {elapsed:.1f} s")
     print(release.summary())
     if args.evaluate:
@@ -192,15 +199,16 @@ def cmd_discretize(args: argparse.Namespace) -> int:
             readable = disc.inverse_transform(codes, rng=rng, numeric=args.numeric)
         except ValueError as exc:
             raise ValueError(f"{args.decode}: {exc}") from None
-        write_text_atomic(out, readable.to_csv(index=False))
-        print(f"decoded {len(readable):,} rows of {args.decode} into {out}")
+        write_text_atomic(out, csv_text(readable, args.escape_formulas))
+        print(f"decoded {args.decode} into {out}")
+        private_note(args, f"{args.decode}: {len(readable):,} rows decoded")
         return 0
     if not args.data or not args.out_dir:
         raise ValueError("discretize needs --data and --out-dir (or --decode CODES.csv to map codes back)")
     report = _encode_raw(args, disc, args.out_dir)
-    print(f"wrote {args.out_dir}/data.csv ({report['rows']:,} rows), domain.json and discretizer.json")
-    note(args, "transform report (computed on the private rows: for the data holder, do not publish): "
-          + json.dumps({k: report[k] for k in ("clipped", "other", "missing")}))
+    print(f"wrote {args.out_dir}/data.csv, domain.json and discretizer.json")
+    private_note(args, f"{args.data}: {report['rows']:,} rows; transform report "
+                 + json.dumps({k: report[k] for k in ("clipped", "other", "missing")}))
     return 0
 
 
@@ -214,7 +222,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser, metavar="COMMAND")
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--quiet", action="store_true", help="no progress or notes on stderr")
-    common.add_argument("--debug", action="store_true", help="show the traceback of an error")
+    common.add_argument("--debug", action="store_true",
+                        help="show the traceback of an error (it may quote private values: for the data holder)")
+    common.add_argument("--show-private-values", action="store_true",
+                        help="also print exact private counts (rows read, dropped, clipped) to stderr: for the data "
+                             "holder only, never publish that output (default: no message quotes them)")
     _add_synth(sub, common)
     _add_discretize(sub, common)
     add_fit(sub, common)
@@ -268,12 +280,14 @@ def _add_synth(sub: Any, common: argparse.ArgumentParser) -> None:
                         "release is marked not private (default: the OS's secure source, nothing to seed)")
     p.add_argument("--sample-seed", type=nonnegative_int, default=None, metavar="SEED",
                    help="seed for drawing the synthetic rows from the released model (post-processing: safe)")
-    p.add_argument("--rows", type=positive_int, metavar="N",
-                   help="synthetic rows (default: the release's estimated total)")
+    p.add_argument("--rows", type=row_count, metavar="N",
+                   help="synthetic rows, at most 100,000,000 (default: the release's noisy estimate of the total)")
     p.add_argument("--out", metavar="CSV", help="synthetic CSV (default results/<name>-eps<eps>-synthetic.csv)")
     p.add_argument("--release", metavar="NPZ", help="release file (default results/<name>-eps<eps>-release.npz)")
     p.add_argument("--evaluate", action="store_true",
-                   help="also print the workload error against the private rows (a non-private diagnostic)")
+                   help="also print the workload error against the private rows (a NON-PRIVATE diagnostic: it "
+                        "spends no budget, for the data holder only; do not publish it)")
+    add_csv_output_flags(p)
     p.set_defaults(func=cmd_synth)
 
 
@@ -294,6 +308,7 @@ def _add_discretize(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="seed for --numeric uniform (post-processing of public codes: safe)")
     p.add_argument("--seed", type=nonnegative_int, dest="sample_seed", help=argparse.SUPPRESS)  # the old name
     p.add_argument("--out", metavar="CSV", help="decoded CSV (default <codes>-decoded.csv)")
+    add_csv_output_flags(p)
     p.set_defaults(func=cmd_discretize)
 
 

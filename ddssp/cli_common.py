@@ -1,20 +1,35 @@
 """Shared pieces of the ``dp-marginals`` subcommands: the parser class with one-line usage errors,
-error and note printing, argparse value types, the output-overwrite guard and reading a release."""
+error and note printing (private counts only with ``--show-private-values``), argparse value types,
+the output-overwrite guard, reading a release and writing a CSV with its formulas escaped.
+
+Every CSV the command line writes goes through `csv_text`: a text cell that a spreadsheet would
+run as a formula (it starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return) gets a
+leading ``'``, as OWASP recommends against CSV injection, unless ``--no-escape-formulas``. Numeric
+columns are never touched, and neither is a text cell that is a plain number (``-3``, ``+1.5e3``):
+a spreadsheet reads those as numbers, not formulas, and they round-trip unchanged."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 import warnings
 from typing import Any, Sequence
 
 import numpy as np
+import pandas as pd
 
 from aim import Release
 from aim.release import NotPrivateWarning
+from aim.release_checks import check_synthetic_size  # noqa: F401 (for the subcommands)
 
 PROG = "dp-marginals"
+#: most synthetic rows a command may ask for (``--rows``); `Release.synthetic_data` also caps rows x columns.
+MAX_ROWS = 100_000_000
+#: first characters that make a spreadsheet read a text cell as a formula (OWASP, "CSV injection").
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\Z")
 # Exceptions that mean "the input is wrong": ValueError covers DataError, SpecError, JSON, CSV and
 # release-format errors and unknown attribute names (UnknownAttributeError); the OSErrors are
 # paths that cannot be read or written. Anything else (a KeyError included) is an internal error.
@@ -40,6 +55,12 @@ def note(args: argparse.Namespace, message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
 
+def private_note(args: argparse.Namespace, message: str) -> None:
+    """An exact private count or value on stderr, only with --show-private-values (for the data holder)."""
+    if getattr(args, "show_private_values", False):
+        print(f"private (do not publish): {message}", file=sys.stderr, flush=True)
+
+
 def split_names(text: str | None) -> list[str]:
     """The names of a comma-separated flag value (none for an empty or missing value)."""
     return [t.strip() for t in text.split(",") if t.strip()] if text else []
@@ -61,6 +82,14 @@ def positive_int(text: str) -> int:
     value = nonnegative_int(text)
     if value == 0:
         raise argparse.ArgumentTypeError("must be a positive integer, got 0")
+    return value
+
+
+def row_count(text: str) -> int:
+    """argparse type: a number of synthetic rows, 1 .. `MAX_ROWS`."""
+    value = positive_int(text)
+    if value > MAX_ROWS:
+        raise argparse.ArgumentTypeError(f"at most {MAX_ROWS:,} rows, got {value:,}")
     return value
 
 
@@ -111,6 +140,57 @@ def load_release(path: str) -> Release:
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     return release
+
+
+def escape_formula(cell: Any) -> Any:
+    """``cell`` with a leading ``'`` if it is text a spreadsheet would run as a formula (see the module
+    docstring); any other cell (numbers, missing values, plain-number text) as it is."""
+    if isinstance(cell, str) and cell[:1] in FORMULA_STARTS and not _PLAIN_NUMBER.match(cell):
+        return "'" + cell
+    return cell
+
+
+def _escape_column(column: pd.Series) -> pd.Series:
+    if pd.api.types.is_numeric_dtype(column.dtype) or pd.api.types.is_bool_dtype(column.dtype):
+        return column  # numbers are never formulas: a negative number stays -3
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        categories = [escape_formula(c) for c in column.cat.categories]
+        if categories == list(column.cat.categories):
+            return column
+        if len(set(categories)) == len(categories):  # no clash with an existing "'=x": stay categorical
+            return column.cat.rename_categories(categories)
+        lookup = np.asarray(categories + [np.nan], dtype=object)  # code -1 (missing) picks the NaN
+        return pd.Series(lookup[column.cat.codes.to_numpy()], index=column.index, name=column.name)
+    return column.map(escape_formula)
+
+
+def escape_formulas(table: pd.DataFrame) -> pd.DataFrame:
+    """A copy of ``table`` whose text cells and column names are escaped by `escape_formula`."""
+    out = pd.DataFrame({i: _escape_column(table.iloc[:, i]) for i in range(table.shape[1])}, index=table.index)
+    return out.set_axis([escape_formula(str(c)) for c in table.columns], axis=1)
+
+
+def csv_text(table: pd.DataFrame, escape: bool = True) -> str:
+    """The CSV text (no index) of ``table``; ``escape``: formulas escaped (`escape_formulas`). Lines
+    end in ``\\n``, or ``\\r\\n`` when a text cell holds a carriage return: Python's CSV writer quotes
+    only the line end's characters, and an unquoted CR would end the row for every reader."""
+    out = escape_formulas(table) if escape else table
+    has_cr = any("\r" in str(c) for c in out.columns) or any(_holds_cr(out.iloc[:, i]) for i in range(out.shape[1]))
+    return out.to_csv(index=False, lineterminator="\r\n" if has_cr else "\n")
+
+
+def _holds_cr(column: pd.Series) -> bool:
+    if pd.api.types.is_numeric_dtype(column.dtype) or pd.api.types.is_bool_dtype(column.dtype):
+        return False
+    values = column.cat.categories if isinstance(column.dtype, pd.CategoricalDtype) else column.unique()
+    return any(isinstance(v, str) and "\r" in v for v in values)
+
+
+def add_csv_output_flags(p: argparse.ArgumentParser) -> None:
+    """--no-escape-formulas, for a subcommand that writes a CSV."""
+    p.add_argument("--no-escape-formulas", dest="escape_formulas", action="store_false",
+                   help="write text cells that start with =, +, -, @, tab or CR as they are (default: prefix "
+                        "them with ' so that a spreadsheet shows them as text instead of running them)")
 
 
 class Renamed(argparse.Action):

@@ -27,7 +27,8 @@ from sklearn.base import is_classifier
 from marginals.dataset import read_csv_file
 from marginals.domain import read_json, write_text_atomic
 
-from .cli_common import check_outputs, load_release
+from .cli_common import add_csv_output_flags, check_outputs, csv_text, load_release, private_note
+from .cli_fit import check_fit_size
 from .encoding import EncodingOptions
 from .estimators import DDSSPLinearRegression, DDSSPLogisticRegression
 
@@ -46,7 +47,24 @@ def add_predict(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--data", required=True, metavar="CSV",
                    help="rows to predict: raw values if the release has a spec, integer codes otherwise")
     p.add_argument("--out", required=True, metavar="CSV", help="the predictions (one row per --data row)")
+    add_csv_output_flags(p)
     p.set_defaults(func=cmd_predict)
+
+
+def _texts(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(x, str) for x in value)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+#: the coefficient file's fields and their JSON types (a crafted file is bad input, not a TypeError).
+_COEF_FIELDS = {
+    "target": lambda v: isinstance(v, str), "excluded": _texts, "features": _texts,
+    "categorical": lambda v: v is None or _texts(v), "fit_intercept": lambda v: isinstance(v, bool),
+    "coef": lambda v: isinstance(v, list) and all(_number(x) for x in v), "intercept": lambda v: v is None or _number(v),
+}
 
 
 def _settings(path: str) -> dict:
@@ -56,12 +74,18 @@ def _settings(path: str) -> dict:
         raise ValueError(f"{path}: not a coefficient file of `fit --json` (needs the keys {list(need)})")
     if raw["model"] not in ("linear", "logistic"):
         raise ValueError(f"{path}: unknown model {raw['model']!r} (linear or logistic)")
+    for key, ok in _COEF_FIELDS.items():
+        if key in raw and not ok(raw[key]):
+            raise ValueError(f"{path}: {key!r} has the wrong type ({raw[key]!r:.60}); not a file written by fit --json")
     return raw
 
 
 def refit(release: Any, settings: dict, path: str) -> Any:
     """The model of a coefficient file, refitted on ``release``; refused when the coefficients differ."""
     source = release.without(settings["excluded"]) if settings["excluded"] else release
+    if settings["target"] not in source.domain:
+        raise ValueError(f"{path}: target {settings['target']!r} is not an attribute of the release")
+    check_fit_size(source, settings["target"], settings.get("categorical"), path)
     cls = DDSSPLinearRegression if settings["model"] == "linear" else DDSSPLogisticRegression
     options = EncodingOptions(intercept=bool(settings.get("fit_intercept", False)))
     with warnings.catch_warnings():
@@ -97,8 +121,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
         table = predictions(model, rows)
     except ValueError as exc:
         raise ValueError(f"{args.data}: {exc}") from None
-    write_text_atomic(args.out, table.to_csv(index=False), mode=0o600)
-    print(f"wrote {args.out} ({len(table):,} predictions of {settings['target']!r}, {settings['model']} model)")
+    write_text_atomic(args.out, csv_text(table, args.escape_formulas), mode=0o600)
+    print(f"wrote {args.out} (predictions of {settings['target']!r}, {settings['model']} model)")
+    private_note(args, f"{args.data}: {len(table):,} rows predicted")
     return 0
 
 

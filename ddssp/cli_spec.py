@@ -24,7 +24,7 @@ from marginals.domain import AtomicOutputs, write_text_atomic
 from marginals.spec_infer import SpecInferenceWarning
 from marginals.spec_public import DEFAULT_BINS, draft_spec, read_schema, spec_gaps
 
-from .cli_common import check_outputs
+from .cli_common import check_outputs, csv_text
 
 
 def share(text: str) -> float:
@@ -128,7 +128,7 @@ def synth_raw(args: argparse.Namespace, out_path: Path, release_path: Path, note
     elapsed = time.perf_counter() - start
     with AtomicOutputs() as outputs:
         release.save(outputs.stage(release_path))
-        write_text_atomic(outputs.stage(out_path), synthetic.to_csv(index=False))
+        write_text_atomic(outputs.stage(out_path), csv_text(synthetic, args.escape_formulas))
     print(f"DP spec and AIM finished in {elapsed:.1f} s")
     print(f"spec (public: DP-derived, stored in the release): {_describe(release.spec)}")
     print(release.summary())

@@ -75,9 +75,12 @@ def test_synth_progress_rows_and_evaluate(coded, tmp_path, capsys):
     out, err = capsys.readouterr()
     release = Release.load(tmp_path / "r.npz")
     assert sum(ln.startswith("round") for ln in err.splitlines()) == len(release.rounds)  # progress on stderr
-    assert "mine: 800 rows x 8 attributes" in err
+    assert "mine: 8 attributes" in err and "800" not in err  # the exact private row count stays out
     assert "NOT private" in out and "privacy ledger" in out
     assert len(pd.read_csv(tmp_path / "s.csv")) == 123
+    assert "(123 synthetic rows)" in out  # public: the number asked for
+    assert main(argv + ["--quiet", "--show-private-values"]) == 0
+    assert "private (do not publish): mine: 800 rows" in capsys.readouterr().err
 
 
 def test_synth_workload_file(coded, tmp_path):
@@ -94,11 +97,11 @@ def test_synth_workload_file(coded, tmp_path):
 def test_synth_runs_on_the_shipped_adult_without_the_shared_data(tmp_path):
     env = {**os.environ, "DP_MARGINALS_DATA": str(tmp_path / "absent"), "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(
-        [sys.executable, "-m", "ddssp.cli", "synth", "--epsilon", "0.1", "--max-model-size", "2", "--rows", "500"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+        [sys.executable, "-m", "ddssp.cli", "synth", "--epsilon", "0.1", "--max-model-size", "2", "--rows", "500",
+         "--show-private-values"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
-    assert "adult: 47,842 rows x 15 attributes" in proc.stderr
+    assert "adult: 15 attributes" in proc.stderr and "private (do not publish): adult: 47,842 rows" in proc.stderr
     release = Release.load(tmp_path / "results" / "adult-eps0.1-release.npz")  # the default output paths
     assert release.domain == adult_domain()
     Dataset(pd.read_csv(tmp_path / "results" / "adult-eps0.1-synthetic.csv"), adult_domain())
@@ -195,7 +198,12 @@ def test_discretize_and_decode(raw, capsys):
     np.testing.assert_array_equal(codes["age"], np.minimum(df["age"] // 25, 3))
     np.testing.assert_array_equal(codes["paid"], (df["paid"] != "no").astype(int))
     assert (codes["job"] == 3).sum() == (df["job"] == "?").sum()
-    assert "do not publish" in capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert "600" not in out + err and "clipped" not in err  # exact private counts only on request
+    assert main(["discretize", "--spec", str(folder / "spec.json"), "--data", str(folder / "raw.csv"),
+                 "--out-dir", str(folder / "coded2"), "--show-private-values"]) == 0
+    err = capsys.readouterr().err
+    assert "do not publish" in err and "600 rows" in err and '"clipped"' in err
     assert main(["discretize", "--spec", str(folder / "coded" / "discretizer.json"), "--decode",
                  str(folder / "coded" / "data.csv"), "--numeric", "uniform", "--sample-seed", "1",
                  "--out", str(folder / "back.csv")]) == 0

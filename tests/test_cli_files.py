@@ -363,3 +363,30 @@ def test_decode_errors_and_deeply_nested_json_name_the_file(raw, capsys, tmp_pat
     (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
     _refused(capsys, ["discretize", "--spec", str(tmp_path / "deep.json"), "--decode", str(tmp_path / "codes.csv"),
                       "--out", str(tmp_path / "o.csv")], tmp_path, f"{tmp_path / 'deep.json'}: not a discretization spec")
+
+
+def test_rows_are_capped_before_any_work(coded, capsys, tmp_path):
+    folder, _ = coded
+    argv = _synth(tmp_path, str(folder / "mine.csv"), str(folder / "domain.json"))
+    _refused(capsys, argv + ["--rows", "1000000000000"], tmp_path,
+             "argument --rows: at most 100,000,000 rows, got 1,000,000,000,000")  # was a MemoryError (exit 1)
+    _refused(capsys, argv + ["--rows", "50000000"], tmp_path,
+             "50,000,000 synthetic rows x 8 columns is more than the 268,435,456 cells allowed", "--rows")
+
+
+def test_a_crafted_coefficient_file_is_checked_before_the_refit(coded, capsys, tmp_path):
+    folder, data = coded
+    argv = _synth(tmp_path, str(folder / "mine.csv"), str(folder / "domain.json"))
+    assert main(argv) == 0
+    coef = {"target": ["age"], "model": "linear", "excluded": [], "features": [], "coef": []}
+    (tmp_path / "c.json").write_text(json.dumps(coef))
+    (tmp_path / "rows.csv").write_text("age\n1\n")
+    _refused(capsys, ["predict", "--release", str(tmp_path / "out" / "r.npz"), "--coef", str(tmp_path / "c.json"),
+                      "--data", str(tmp_path / "rows.csv"), "--out", str(tmp_path / "p.csv")], tmp_path,
+             f"{tmp_path / 'c.json'}: 'target' has the wrong type (['age'])")  # was a TypeError (exit 1)
+    for key, value in (("excluded", 3), ("categorical", True), ("features", None), ("coef", {"a": 1}),
+                       ("intercept", "x")):
+        (tmp_path / "c.json").write_text(json.dumps({**coef, "target": "age", key: value}))
+        _refused(capsys, ["predict", "--release", str(tmp_path / "out" / "r.npz"), "--coef", str(tmp_path / "c.json"),
+                          "--data", str(tmp_path / "rows.csv"), "--out", str(tmp_path / "p.csv")], tmp_path,
+                 f"{tmp_path / 'c.json'}: {key!r} has the wrong type")

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from aim import AIM, Release, ReleaseFormatError
-from aim.release_checks import MAX_RELEASE_MB
+from aim.release_checks import MAX_RELEASE_MB, TooLargeError
 from ddssp.cli import main
 from marginals.data import demo_dataset
 from marginals.privacy import cdp_rho
@@ -224,3 +224,72 @@ def test_private_flag_must_be_a_boolean(good, tmp_path, value):
 def test_version_1_files_are_refused_with_the_reason(good, tmp_path):
     bad = _tamper(good, tmp_path, version=1, seed=0)
     assert "version 1 files stored the seed that undoes their noise" in _load_error(bad)
+
+
+@pytest.mark.parametrize("field, value", [("rho_used", "0.5"), ("sigma", [1]), ("round", "x"), ("clique", "age"),
+                                          ("annealed", "no"), ("iterations", 2.5), ("extra", {"a": 1})])
+def test_round_fields_must_have_their_json_types(good, tmp_path, capsys, field, value):
+    bad = _tamper(good, tmp_path, **{f"rounds__0__{field}": value})
+    assert f"round field {field!r} has the wrong type" in _load_error(bad)
+    for argv in (["report", "--release", str(bad), "--no-png", "--out", str(tmp_path / "r.html")], ["inspect", str(bad)]):
+        assert main(argv) == 2  # was a TypeError (exit 1) in the report's plots
+        assert f"{bad}: release header: round field {field!r}" in capsys.readouterr().err
+    assert not (tmp_path / "r.html").exists()
+
+
+@pytest.mark.parametrize("field, value", [("mechanism", ["x"]), ("mechanism", None), ("label", 3),
+                                          ("params", {"sigma": [1]})])
+def test_ledger_charges_must_hold_text_and_numbers(good, tmp_path, capsys, field, value):
+    bad = _tamper(good, tmp_path, **{f"ledger__charges__0__{field}": value})
+    assert "label and mechanism must be text" in _load_error(bad)
+    assert main(["inspect", str(bad)]) == 2
+    capsys.readouterr()
+
+
+def test_model_info_holds_scalars(good, tmp_path):
+    assert "model info must be a JSON object of numbers or text" in _load_error(
+        _tamper(good, tmp_path, model__info__iterations={"a": [1]}))
+
+
+def _wide(good, tmp_path, levels: int):
+    """A small, loadable release over two attributes of ``levels`` levels each (measured one at a time)."""
+    header = json.loads(str(_arrays(good)["header"]))
+    header["domain"] = {"a": levels, "b": levels}
+    header["measurements"] = [{"clique": ["a"], "sigma": 1.0}, {"clique": ["b"], "sigma": 1.0}]
+    header["model"]["cliques"] = [["a"], ["b"]]
+    header["config"]["workload"], header["rounds"] = [], []
+    path = tmp_path / "wide.npz"
+    ones = np.ones(levels)
+    _write(path, header, {"measurement_0": ones, "measurement_1": ones, "potential_0": 0 * ones, "potential_1": 0 * ones})
+    return path
+
+
+def test_every_consumer_checks_the_cells_it_allocates(good, tmp_path, capsys):
+    path = _wide(good, tmp_path, 100_000)  # loads in a few MB; its pair marginal is 74.5 GiB
+    release = Release.load(path)
+    with pytest.raises(TooLargeError, match=r"the marginals of 1 clique\(s\) would need 74.5 GiB"):
+        release.marginal(("a", "b"))
+    assert release.marginal(("a",)).shape == (100_000,)
+    for argv, shown in (
+        (["fit", "--release", str(path), "--target", "a"], "a DD-SSP fit on this release would need"),
+        (["report", "--release", str(path), "--no-png", "--out", str(tmp_path / "r.html"), "--data",
+          str(tmp_path / "ab.csv")], "the report's 1-way and 2-way marginals would need"),
+    ):
+        (tmp_path / "ab.csv").write_text("a,b\n1,2\n")
+        assert main(argv) == 2  # was MemoryError (exit 1), or a 74.5 GiB allocation
+        err = capsys.readouterr().err.strip().splitlines()[-1]
+        assert shown in err and "MiB allowed" in err and "MemoryError" not in err, err
+    assert main(["fit", "--release", str(path), "--target", "a"]) == 2
+    assert f"{path}: a DD-SSP fit" in capsys.readouterr().err  # the CLI names the file
+    assert main(["inspect", str(path)]) == 0  # inspect allocates nothing beyond what load checked
+    capsys.readouterr()
+
+
+def test_synthetic_rows_are_capped(good, tmp_path):
+    release = Release.load(good)
+    with pytest.raises(TooLargeError, match="1,000,000,000,000 synthetic rows x 8 columns is more than"):
+        release.synthetic_data(10**12)
+    huge = Release.load(_tamper(good, tmp_path, model__total=1e300))  # a crafted total: the default n
+    with pytest.raises(TooLargeError, match="synthetic rows x 8 columns"):
+        huge.synthetic_codes()
+    assert len(release.synthetic_codes(5, rng=1)) == 5

@@ -17,7 +17,8 @@ direction are chosen on the calibration half (the candidate with the largest bou
 the bound is computed once on the evaluation half, so no correction for the scan is needed.
 An audit passes (OK) when the bound does not exceed the claimed epsilon at that delta; it can
 only ever catch a violation, never prove privacy. Each audit is repeated on a *broken control*
-(noise / 4, or 4x the selection epsilon, claiming the original guarantee), which must be caught.
+(noise / 4, 4x the selection epsilon, a known-wrong variant of the mechanism, each claiming the
+original guarantee), which must be caught.
 
 Audits (neighbours chosen to be worst-case-ish for the statistic):
 

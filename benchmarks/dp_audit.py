@@ -17,7 +17,8 @@ direction are chosen on the calibration half (the candidate with the largest bou
 the bound is computed once on the evaluation half, so no correction for the scan is needed.
 An audit passes (OK) when the bound does not exceed the claimed epsilon at that delta; it can
 only ever catch a violation, never prove privacy. Each audit is repeated on a *broken control*
-(noise / 4, or 4x the selection epsilon, claiming the original guarantee), which must be caught.
+(noise / 4, 4x the selection epsilon, a known-wrong variant of the mechanism, each claiming the
+original guarantee), which must be caught.
 
 Audits (neighbours chosen to be worst-case-ish for the statistic):
 
@@ -47,6 +48,19 @@ Audits (neighbours chosen to be worst-case-ish for the statistic):
   Delta = regularization_ read off a real fit, count the events through that identity
   (`ddssp.solvers.logistic_loss` for grad L_D). This audits the calibration assuming exact
   minimisation (the mechanism's own premise), not the solver.
+- ``raw CSV -> DP spec (keys)`` (`benchmarks.dp_audit_spec`): `marginals.spec_infer.infer_spec` on
+  two CSV files read as the CLI reads them, D and D plus issue 23's type-breaking row; T = how
+  many category keys of a reference run on D are released. Claim: the spec's (eps, delta).
+  Broken: the pre-fix path (pandas type inference, keys as ``str`` of the parsed value).
+- ``TukeyEM depth step (coef_)`` (`benchmarks.dp_audit_baselines`): `tukey_em` on one feature with
+  the partition held fixed; D' adds a row that moves the leftmost model far right. Claim: the
+  depth step's eps/2 (the PTR outcome has the same law on both sides). Broken: the monotone
+  weights exp(eps/2 * i) in place of Algorithm 3's exp(eps/2 * i / 2).
+- ``PMT ridge (coef_)`` (`benchmarks.dp_audit_baselines`): `pmt_ridge` as `PMTLinearRegression`
+  runs it, on replace-one neighbours whose cross moment moves by its full sensitivity. Claim:
+  (eps, delta) of mu = gdp_mu(eps, delta). Broken: the fit at 4 mu (noise / 4).
+
+The statistics live in `benchmarks.dp_audit_stats`.
 
 Usage: python -m benchmarks.dp_audit [--small] [--seed S] [--confidence 0.95] [--json]
 Without ``--seed`` the noise comes from `marginals.SecureRandom`; with it, from a seeded
@@ -63,7 +77,6 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy.stats import beta
 
 from ddssp import AdaSSP, ObjPert
 from ddssp.solvers import logistic_loss
@@ -71,78 +84,31 @@ from marginals import Accountant, Dataset, Domain, cdp_eps, cdp_rho
 from marginals.mechanisms import exponential_mechanism, measure_counts
 from marginals.randomness import InsecureRandom, RandomSource, SecureRandom
 
+from benchmarks.dp_audit_baselines import audit_pmt, audit_tukeyem
+from benchmarks.dp_audit_spec import audit_spec_inference
+from benchmarks.dp_audit_stats import (  # noqa: F401  (re-exported: the audit's statistics)
+    BROKEN_FACTOR, N_THRESHOLDS, audit_counts, audit_samples, candidate_thresholds, clopper_pearson_upper, count_above,
+    eps_lower_bound, eps_lower_bounds,
+)
+
 #: runs per side (N on D and N on D') of each audit; half calibrate the threshold, half evaluate.
 CONFIGS = {
     "small": {
         "discrete_gaussian": 100_000, "exponential": 3_000, "adassp": 2_000,
         "objpert_fits": 300, "objpert_exact": 1_000_000,
+        "spec_inference": 200, "tukeyem": 4_000, "pmt": 10_000,
     },
     "default": {
         "discrete_gaussian": 1_000_000, "exponential": 20_000, "adassp": 8_000,
         "objpert_fits": 2_500, "objpert_exact": 10_000_000,
+        "spec_inference": 2_000, "tukeyem": 20_000, "pmt": 100_000,
     },
 }
-BROKEN_FACTOR = 4.0  # the broken controls divide the noise by this (or multiply the EM's epsilon)
-N_THRESHOLDS = 400  # candidate thresholds scanned on the calibration half
 
 
 # ---------------------------------------------------------------------------------------------
-# Statistics: Clopper-Pearson bounds and the epsilon lower bound
+# The table row
 # ---------------------------------------------------------------------------------------------
-
-
-def clopper_pearson_upper(k, n, level: float):
-    """One-sided exact (Clopper-Pearson) upper confidence bound on p from k successes in n trials:
-    P[p > bound] <= ``level`` for every p. Works elementwise on arrays."""
-    k, n = np.asarray(k, dtype=np.int64), np.asarray(n, dtype=np.int64)
-    if np.any(n <= 0) or np.any(k < 0) or np.any(k > n):
-        raise ValueError(f"need 0 <= k <= n and n > 0, got k={k}, n={n}")
-    if not (0 < level < 1):
-        raise ValueError(f"level must lie in (0, 1), got {level}")
-    full = k >= n
-    bound = np.where(full, 1.0, beta.ppf(1.0 - level, k + 1, np.where(full, 1, n - k)))
-    return float(bound) if bound.ndim == 0 else bound
-
-
-def eps_lower_bounds(false_pos, n_neg, false_neg, n_pos, delta: float, confidence: float = 0.95):
-    """Epsilon lower bound from a test's error counts (FPR = false_pos / n_neg on D, FNR =
-    false_neg / n_pos on D'), valid with probability >= ``confidence``:
-
-        max(log((1 - delta - FNR_u) / FPR_u), log((1 - delta - FPR_u) / FNR_u), 0)
-
-    with FPR_u, FNR_u the one-sided Clopper-Pearson upper bounds at level (1 - confidence) / 2
-    each (so both hold at once with probability >= confidence). Elementwise on arrays.
-    """
-    if not (0 < confidence < 1):
-        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
-    level = (1.0 - confidence) / 2.0
-    fpr = np.asarray(clopper_pearson_upper(false_pos, n_neg, level))
-    fnr = np.asarray(clopper_pearson_upper(false_neg, n_pos, level))
-    best = np.zeros(np.broadcast(fpr, fnr).shape)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        for num, den in ((1.0 - delta - fnr, fpr), (1.0 - delta - fpr, fnr)):
-            ok = (num > 0) & (den > 0)
-            best = np.where(ok, np.maximum(best, np.log(np.where(ok, num, 1.0) / np.where(ok, den, 1.0))), best)
-    return best
-
-
-def eps_lower_bound(false_pos: int, n_neg: int, false_neg: int, n_pos: int, delta: float,
-                    confidence: float = 0.95) -> float:
-    """`eps_lower_bounds` for one test (a float)."""
-    return float(eps_lower_bounds(false_pos, n_neg, false_neg, n_pos, delta, confidence))
-
-
-def _best_threshold(above0: np.ndarray, n0: int, above1: np.ndarray, n1: int, delta: float,
-                    confidence: float) -> tuple[int, bool, float]:
-    """(index, upper, bound) of the test maximising the bound: upper=True rejects on {T > t_j}."""
-    above0, above1 = np.asarray(above0, dtype=np.int64), np.asarray(above1, dtype=np.int64)
-    # S = {T > t}: FP = D runs in S, FN = D' runs outside S; upper=False tests the complement
-    upper = eps_lower_bounds(above0, n0, n1 - above1, n1, delta, confidence)
-    lower = eps_lower_bounds(n0 - above0, n0, above1, n1, delta, confidence)
-    j_up, j_low = int(np.argmax(upper)), int(np.argmax(lower))
-    if upper[j_up] >= lower[j_low]:
-        return j_up, True, float(upper[j_up])
-    return j_low, False, float(lower[j_low])
 
 
 @dataclass
@@ -178,45 +144,6 @@ class AuditResult:
 
     def to_dict(self) -> dict:
         return {**asdict(self), "verdict": self.verdict, "violation": self.violation}
-
-
-def audit_counts(thresholds: np.ndarray, cal: tuple, ev: tuple, delta: float, confidence: float) -> dict:
-    """Choose the test on the calibration counts, bound epsilon on the evaluation counts.
-
-    ``cal`` and ``ev`` are (above0, n0, above1, n1): for every candidate threshold t_j, how many
-    of the n0 runs on D and of the n1 runs on D' have T > t_j.
-    """
-    j, upper, _ = _best_threshold(*cal, delta, confidence)
-    above0, n0, above1, n1 = ev
-    fp = int(above0[j]) if upper else n0 - int(above0[j])
-    fn = n1 - int(above1[j]) if upper else int(above1[j])
-    return {
-        "eps_lb": eps_lower_bound(fp, n0, fn, n1, delta, confidence),
-        "threshold": float(thresholds[j]), "test": "T > t" if upper else "T <= t",
-        "fpr": fp / n0, "fnr": fn / n1,
-    }
-
-
-def candidate_thresholds(values: np.ndarray, count: int = N_THRESHOLDS) -> np.ndarray:
-    """Up to ``count`` distinct quantiles of the pooled calibration statistics."""
-    return np.unique(np.quantile(values, np.linspace(0.0, 1.0, count), method="inverted_cdf"))
-
-
-def count_above(samples: np.ndarray, thresholds: np.ndarray) -> np.ndarray:
-    """How many samples exceed each threshold."""
-    ordered = np.sort(samples)
-    return ordered.size - np.searchsorted(ordered, thresholds, side="right")
-
-
-def audit_samples(stat0: np.ndarray, stat1: np.ndarray, delta: float, confidence: float) -> dict:
-    """The threshold audit on statistics of N runs on D (stat0) and N runs on D' (stat1)."""
-    stat0, stat1 = np.asarray(stat0, dtype=np.float64), np.asarray(stat1, dtype=np.float64)
-    h0, h1 = stat0.size // 2, stat1.size // 2  # runs are i.i.d.: the first half calibrates
-    cal0, ev0, cal1, ev1 = stat0[:h0], stat0[h0:], stat1[:h1], stat1[h1:]
-    thresholds = candidate_thresholds(np.concatenate([cal0, cal1]))
-    cal = (count_above(cal0, thresholds), cal0.size, count_above(cal1, thresholds), cal1.size)
-    ev = (count_above(ev0, thresholds), ev0.size, count_above(ev1, thresholds), ev1.size)
-    return audit_counts(thresholds, cal, ev, delta, confidence)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -403,6 +330,9 @@ AUDITS = [  # (name, config key, function, broken control catchable at these N, 
     # a few thousand fits cannot see it; the exact-FOC audit below, with 10^6+ runs, can.
     ("ObjPert (coef_, fits)", "objpert_fits", audit_objpert_fits, False, "noise/4"),
     ("ObjPert (exact FOC)", "objpert_exact", audit_objpert_exact, True, "noise/4"),
+    ("raw CSV -> DP spec (keys)", "spec_inference", audit_spec_inference, True, "old keying"),
+    ("TukeyEM depth step (coef_)", "tukeyem", audit_tukeyem, True, "monotone=True"),
+    ("PMT ridge (coef_)", "pmt", audit_pmt, True, "noise/4"),
 ]
 
 
@@ -445,7 +375,7 @@ def format_table(results: list[AuditResult]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--small", action="store_true", help="the CI configuration (about a minute)")
+    parser.add_argument("--small", action="store_true", help="the CI configuration (two to three minutes)")
     parser.add_argument("--seed", type=int, default=None,
                         help="seeded InsecureRandom noise (reproducible); default: SecureRandom")
     parser.add_argument("--confidence", type=float, default=0.95)

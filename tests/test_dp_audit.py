@@ -20,13 +20,6 @@ from marginals.dataset import read_csv_file
 from marginals.randomness import InsecureRandom
 
 
-def raw_path_fixed(tmp_path) -> bool:
-    """Whether issue 23 item 1 is in: the CLI's reader no longer infers a bool/float type across rows."""
-    base, _ = spec_audit.write_neighbours(tmp_path, rows=30)
-    df = read_csv_file(base, skipinitialspace=True)
-    return not any(df[c].dtype.kind in "bf" for c in df.columns)
-
-
 def test_clopper_pearson_upper_matches_beta_quantiles():
     level = 0.025
     assert audit.clopper_pearson_upper(0, 100, level) == pytest.approx(1 - level ** (1 / 100), rel=1e-12)
@@ -123,10 +116,8 @@ def test_spec_broken_control_spells_the_keys_of_d_and_d_plus_one_differently(tmp
 
 
 def test_raw_path_releases_the_same_keys_for_shared_rows(tmp_path):
-    """Issue 23's reproduction on the path the audit calls correct (passes once item 1 is merged)."""
-    if not raw_path_fixed(tmp_path):
-        pytest.xfail("issue 23 item 1 not merged yet: read_csv_file still infers types across rows")
-    released = [spec_audit.released_keys(read_csv_file(path, skipinitialspace=True), 0.05, 1e-6,
+    """Issue 23's reproduction on the path the audit calls correct: the CLI's text reader."""
+    released = [spec_audit.released_keys(read_csv_file(path, text=True, skipinitialspace=True), 0.05, 1e-6,
                                          InsecureRandom(1, warn=False))[0]
                 for path in spec_audit.write_neighbours(tmp_path)]
     assert len(released[0]) == 5 and released[0] <= released[1]
@@ -168,19 +159,14 @@ def test_pmt_audit_replays_the_estimator_and_hits_the_clip_radii():
 
 
 @pytest.mark.slow
-def test_small_audit_configuration(tmp_path):
+def test_small_audit_configuration():
     results = audit.run_audit("small", seed=2026)
     assert {r.mechanism.split(" BROKEN")[0] for r in results} == {a[0] for a in audit.AUDITS}
-    fixed = raw_path_fixed(tmp_path)
     for r in results:
         assert r.runs == audit.CONFIGS["small"][next(a[1] for a in audit.AUDITS if r.mechanism.startswith(a[0]))]
-        if r.mechanism.startswith("raw CSV") and not r.broken and not fixed:
-            # until issue 23 item 1 is merged the raw path IS the bug: the audit must see it
-            assert r.eps_lb > r.eps_claim, "the audit missed the raw-path key bug of today's reader"
-            continue
         if not r.broken:
             assert r.eps_lb <= r.eps_claim, f"{r.mechanism}: empirical eps {r.eps_lb:.3f} > claim {r.eps_claim:.3f}"
         elif r.expect_caught:
             assert r.eps_lb > r.eps_claim, f"{r.mechanism}: broken control not caught ({r.eps_lb:.3f})"
     table = audit.format_table(results)
-    assert "NOT CAUGHT" not in table and ("VIOLATION" not in table or not fixed)
+    assert "NOT CAUGHT" not in table and "VIOLATION" not in table

@@ -11,11 +11,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from aim import Release
-from aim.release_checks import check_cells
-from marginals.domain import Domain, write_text_atomic
+from marginals.domain import write_text_atomic
 
 from .cli_common import check_outputs, load_release, note, split_names, subcommand
-from .encoding import CATEGORICAL_PRESETS, EncodingOptions, categorical_preset
+from .encoding import CATEGORICAL_PRESETS, EncodingOptions, categorical_preset, check_fit_cells
 from .estimators import DDSSPLinearRegression, DDSSPLogisticRegression
 
 
@@ -39,21 +38,10 @@ def _fit_result(model: Any, args: argparse.Namespace, release: Release, exclude:
     return result
 
 
-def fit_cells(domain: Domain, target: str, categorical: Sequence[str] | None) -> int:
-    """Cells a DD-SSP fit on ``domain`` allocates (an upper bound): every 1- and 2-way marginal,
-    each one-hot block's identity matrix and the Gram matrix of the encoded columns."""
-    levels = {a: int(domain[a]) for a in domain.attrs}
-    onehot = [a for a in levels if a != target and (categorical is None or a in categorical)]
-    total = sum(levels.values())
-    marginals = total + (total**2 - sum(m * m for m in levels.values())) // 2
-    encoded = sum(levels[a] for a in onehot) + (len(levels) - len(onehot)) + 1  # + intercept
-    return marginals + sum(levels[a] ** 2 for a in onehot) + encoded**2
-
-
 def check_fit_size(source: Any, target: str, categorical: Sequence[str] | None, path: Any) -> None:
     """Refuse, before fitting, a release whose domain makes the fit's tables too large (names the file)."""
     try:
-        check_cells(fit_cells(source.domain, target, categorical), "a DD-SSP fit on this release")
+        check_fit_cells(source.domain, target, categorical)
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from None
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 import warnings
 from pathlib import Path
 
@@ -111,7 +110,6 @@ def synth_raw(args: argparse.Namespace, out_path: Path, release_path: Path, note
     spec_share = SPEC_SHARE if args.spec_budget is None else args.spec_budget
     note(f"{Path(args.data).stem}: raw CSV read as text, {raw.shape[1]} columns; no --spec: inferring the spec "
          f"under DP with {100 * spec_share:g}% of the budget (--spec-budget), charged to the release's ledger")
-    start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", SpecInferenceWarning)
         try:
@@ -125,11 +123,9 @@ def synth_raw(args: argparse.Namespace, out_path: Path, release_path: Path, note
             raise ValueError(f"{args.data}: {exc}") from None
     for w in caught:
         note(f"warning: {w.message}")
-    elapsed = time.perf_counter() - start
     with AtomicOutputs() as outputs:
         release.save(outputs.stage(release_path))
         write_text_atomic(outputs.stage(out_path), csv_text(synthetic, args.escape_formulas))
-    print(f"DP spec and AIM finished in {elapsed:.1f} s")
     print(f"spec (public: DP-derived, stored in the release): {_describe(release.spec)}")
     print(release.summary())
     if args.evaluate:

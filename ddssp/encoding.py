@@ -20,6 +20,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from aim.release_checks import check_cells
 from marginals import Dataset, Domain
 
 #: name of the intercept column in `Encoding.feature_names`.
@@ -232,6 +233,7 @@ def build_encoding(
             raise ValueError(f"the target {target!r} cannot also be a categorical feature")
         cat = set(categorical)
     _check_options(options, domain, cat)
+    check_fit_cells(domain, target, list(cat))
     features = []
     for attr in feature_attrs:
         m = domain[attr]
@@ -277,3 +279,19 @@ def read_codes(df: pd.DataFrame, domain: Domain, attrs: Sequence[str]) -> dict[s
         return {}
     table = Dataset(df[[columns[a] for a in attrs]].set_axis(list(attrs), axis=1), domain.project(attrs))
     return {a: table.column(a).astype(np.intp) for a in attrs}
+
+
+def fit_cells(domain: Domain, target: str, categorical: Sequence[str] | None) -> int:
+    """Cells a DD-SSP fit on ``domain`` allocates (an upper bound): every 1- and 2-way marginal,
+    each one-hot block's identity matrix and the Gram matrix of the encoded columns."""
+    levels = {a: int(domain[a]) for a in domain.attrs}
+    onehot = [a for a in levels if a != target and (categorical is None or a in categorical)]
+    total = sum(levels.values())
+    marginals = total + (total**2 - sum(m * m for m in levels.values())) // 2
+    encoded = sum(levels[a] for a in onehot) + (len(levels) - len(onehot)) + 1  # + intercept
+    return marginals + sum(levels[a] ** 2 for a in onehot) + encoded**2
+
+
+def check_fit_cells(domain: Domain, target: str, categorical: Sequence[str] | None) -> None:
+    """Refuse (`TooLargeError`, a ValueError) a domain whose fit would allocate too much, before allocating."""
+    check_cells(fit_cells(domain, target, categorical), "a DD-SSP fit on this domain")

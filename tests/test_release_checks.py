@@ -271,7 +271,7 @@ def test_every_consumer_checks_the_cells_it_allocates(good, tmp_path, capsys):
         release.marginal(("a", "b"))
     assert release.marginal(("a",)).shape == (100_000,)
     for argv, shown in (
-        (["fit", "--release", str(path), "--target", "a"], "a DD-SSP fit on this release would need"),
+        (["fit", "--release", str(path), "--target", "a"], "a DD-SSP fit on this domain would need"),
         (["report", "--release", str(path), "--no-png", "--out", str(tmp_path / "r.html"), "--data",
           str(tmp_path / "ab.csv")], "the report's 1-way and 2-way marginals would need"),
     ):
@@ -283,6 +283,10 @@ def test_every_consumer_checks_the_cells_it_allocates(good, tmp_path, capsys):
     assert f"{path}: a DD-SSP fit" in capsys.readouterr().err  # the CLI names the file
     assert main(["inspect", str(path)]) == 0  # inspect allocates nothing beyond what load checked
     capsys.readouterr()
+    from ddssp import DDSSPLinearRegression
+
+    with pytest.raises(TooLargeError, match="a DD-SSP fit on this domain would need"):
+        DDSSPLinearRegression(target="a").fit(release)  # the library checks too, before np.eye(100_000)
 
 
 def test_synthetic_rows_are_capped(good, tmp_path):

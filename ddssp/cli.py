@@ -308,6 +308,16 @@ def _add_discretize(sub: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(func=cmd_discretize)
 
 
+def _private_detail(exc: BaseException) -> str | None:
+    """The private detail (exact count, cell value, row) a `DataError` in ``exc``'s chain holds."""
+    seen = 0
+    while exc is not None and seen < 8:
+        if getattr(exc, "detail", None):
+            return exc.detail
+        exc, seen = exc.__cause__ or exc.__context__, seen + 1
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line; returns the exit code."""
     try:
@@ -325,6 +335,9 @@ def main(argv: list[str] | None = None) -> int:
         message = exc
         if isinstance(exc, OSError) and exc.filename is not None:
             message = f"{exc.filename}: {exc.strerror}"
+        detail = _private_detail(exc)
+        if detail:
+            private_note(args, detail)
         return fail(message, 2)
     except Exception as exc:  # an internal error: say so, keep it to one line unless --debug
         if args.debug:

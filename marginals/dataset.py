@@ -18,7 +18,15 @@ from .tables import count_tables
 
 
 class DataError(ValueError):
-    """Raised when a table does not match its domain (the message says where and how)."""
+    """Raised when a table does not match its domain (the message says where and how).
+
+    The message names the column and the rule, never a private cell value or an exact count of
+    rows; ``detail`` holds those (for the data holder: ``dp-marginals --show-private-values``
+    prints it to stderr), or None."""
+
+    def __init__(self, message: str, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.detail = detail
 
 
 def code_dtype(levels: int) -> np.dtype:
@@ -75,12 +83,13 @@ def column_codes(name: str, series: pd.Series, levels: int) -> tuple[np.ndarray 
     return ints.astype(code_dtype(levels), copy=False), found
 
 
-def problem_message(name: str, levels: int, kind: str, count: int, value: Any, row: Any) -> str:
-    """The `DataError` text for one column problem (see `column_codes`)."""
-    what = {"missing": "missing value(s) (NaN/None)", "non-integer": "non-integer value(s)"}.get(
+def problem_error(name: str, levels: int, kind: str, count: int, value: Any, row: Any) -> DataError:
+    """The `DataError` for one column problem (see `column_codes`): the rule in the message, the
+    count and the first offending value with its row in ``detail``."""
+    what = {"missing": "missing value(s) (NaN/None)", "non-integer": "non-integer or infinite value(s)"}.get(
         kind, f"value(s) outside the codes 0..{levels - 1}"
     )
-    return f"column {name!r}: {count} {what}, e.g. {value!r} at row {row!r}"
+    return DataError(f"column {name!r}: {what}", detail=f"column {name!r}: {count} {what}, e.g. {value!r} at row {row!r}")
 
 
 def _validate_column(name: str, series: pd.Series, levels: int) -> np.ndarray:
@@ -89,7 +98,7 @@ def _validate_column(name: str, series: pd.Series, levels: int) -> np.ndarray:
     for kind in PROBLEM_KINDS:
         if (name, kind) in found:
             count, pos, value = found[name, kind]
-            raise DataError(problem_message(name, levels, kind, count, value, _plain(series.index[pos])))
+            raise problem_error(name, levels, kind, count, value, _plain(series.index[pos]))
     assert codes is not None
     return codes
 
@@ -190,13 +199,12 @@ class Dataset:
     def _check_weights(weights: Sequence[float], n: int) -> np.ndarray:
         w = np.asarray(weights, dtype=np.float64)
         if w.shape != (n,):
-            raise DataError(f"weights: expected {n} values (one per row), got shape {w.shape}")
+            raise DataError(f"weights: expected one value per row, got shape {w.shape} for another number of rows")
         bad = ~np.isfinite(w) | (w < 0)
         if bad.any():
             pos = int(np.flatnonzero(bad)[0])
-            raise DataError(
-                f"weights: {int(bad.sum())} negative or non-finite value(s), e.g. {_plain(w[pos])!r} at row {pos}"
-            )
+            raise DataError("weights: negative or non-finite value(s)", detail=(
+                f"weights: {int(bad.sum())} negative or non-finite value(s), e.g. {_plain(w[pos])!r} at row {pos}"))
         return w
 
     @classmethod
@@ -206,7 +214,7 @@ class Dataset:
         try:
             return cls(df, domain)
         except DataError as exc:
-            raise DataError(f"{path}: {exc}") from None
+            raise DataError(f"{path}: {exc}", detail=exc.detail) from None
 
     @classmethod
     def from_codes(cls, codes: Iterable[np.ndarray], domain: Domain) -> "Dataset":

@@ -30,7 +30,7 @@ from .dataset import (
     check_columns,
     column_codes,
     note_problem,
-    problem_message,
+    problem_error,
 )
 from .domain import Domain
 from .tables import count_tables
@@ -295,13 +295,11 @@ class DaskDataset:
             for kind in PROBLEM_KINDS:
                 if (a, kind) in total.problems:
                     count, pos, value = total.problems[a, kind]
-                    raise DataError(problem_message(a, self.domain[a], kind, count, value, pos))
+                    raise problem_error(a, self.domain[a], kind, count, value, pos)
         if self.weight_column is not None and (self.weight_column, "weights") in total.problems:
             count, pos, value = total.problems[self.weight_column, "weights"]
-            raise DataError(
-                f"weight column {self.weight_column!r}: {count} missing, negative or non-finite value(s), "
-                f"e.g. {value!r} at row {pos}"
-            )
+            what = f"weight column {self.weight_column!r}: missing, negative or non-finite value(s)"
+            raise DataError(what, detail=f"{what}: {count}, e.g. {value!r} at row {pos}")
 
     def __repr__(self) -> str:
         rows = "?" if self._rows is None else str(self._rows)

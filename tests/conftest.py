@@ -6,6 +6,9 @@ The helpers are session fixtures that return functions, so a test asks for them 
 
 from __future__ import annotations
 
+import contextlib
+import re
+
 import math
 from typing import Callable, Mapping, Sequence
 
@@ -86,3 +89,22 @@ def random_table():
 def zcdp_rho():
     """`bisect_rho`: rho from (eps, delta), numerically independent of `marginals.cdp_rho`."""
     return bisect_rho
+
+
+@pytest.fixture
+def raises_private():
+    """``pytest.raises`` for an error whose message names only the column and the rule: the exact
+    count, the value and its row (matched by the regex ``detail``) live in ``exc.detail`` (shown
+    on request), never in the message (issue 23: messages quote no private value or count)."""
+
+    @contextlib.contextmanager
+    def check(detail: str, exc_type: type = ValueError):
+        with pytest.raises(exc_type) as info:
+            yield info
+        err, chain = info.value, info.value
+        while chain is not None and not getattr(chain, "detail", None):
+            chain = chain.__cause__ or chain.__context__
+        assert chain is not None and re.search(detail, chain.detail), (str(err), detail)
+        assert "e.g." not in str(err) and " at row " not in str(err), str(err)
+
+    return check

@@ -165,3 +165,21 @@ def test_predict_prints_no_exact_row_count(tmp_path, capsys):
     assert "217" not in out + err
     assert main(argv + ["--show-private-values"]) == 0
     assert "217 rows" in capsys.readouterr().err
+
+
+def test_codes_errors_quote_no_private_value_unless_asked(tmp_path, capsys):
+    from marginals import Domain
+
+    Domain(("a", "b"), (3, 2)).save(tmp_path / "domain.json")
+    rows = ["a,b"] + ["0,1"] * 50 + ["7777,0"] + ["1,0"] * 50  # one code outside 0..2, at row 50
+    (tmp_path / "codes.csv").write_text("\n".join(rows) + "\n")
+    argv = ["synth", "--data", str(tmp_path / "codes.csv"), "--domain", str(tmp_path / "domain.json"), "--quiet",
+            "--insecure-seed", "1", "--out", str(tmp_path / "s.csv"), "--release", str(tmp_path / "r.npz")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path / 'codes.csv'}: column 'a': value(s) outside the codes 0..2" in err  # file, column, rule
+    assert "7777" not in err and "row 50" not in err and "1 value" not in err
+    assert main(argv + ["--show-private-values"]) == 2
+    err = capsys.readouterr().err
+    assert "private (do not publish): column 'a': 1 value(s) outside the codes 0..2, e.g. 7777 at row 50" in err
+    assert not (tmp_path / "s.csv").exists() and not (tmp_path / "r.npz").exists()

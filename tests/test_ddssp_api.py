@@ -92,7 +92,7 @@ def test_deterministic_under_a_fixed_seed(name):
 
 
 @pytest.mark.parametrize("name", FACTORIES)
-def test_bad_input_errors(name):
+def test_bad_input_errors(name, raises_private):
     with pytest.raises(NotFittedError, match="not fitted yet"):
         make(name).predict(DF)
     with pytest.raises(ValueError, match=r"categorical attribute\(s\) \['colour'\] not in the domain"):
@@ -110,7 +110,7 @@ def test_bad_input_errors(name):
         model.predict(DF.drop(columns=["region"]))
     bad = DF.copy()
     bad.loc[5, "age"] = 8
-    with pytest.raises(ValueError, match=r"column 'age': 1 value\(s\) outside the codes 0..7, e.g. 8 at row 5"):
+    with raises_private(r"column 'age': 1 value\(s\) outside the codes 0..7, e.g. 8 at row 5"):
         model.predict(bad)
     if name in LOGISTIC:
         with pytest.raises(ValueError, match="logistic target 'hours' must have exactly 2 levels"):

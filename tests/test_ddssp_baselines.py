@@ -39,8 +39,11 @@ def test_adassp_charges_rho_and_releases_a_symmetric_matrix(zcdp_rho):
     model = AdaSSP(1.0, 1e-6, "hours", CAT, budget_split=(0.2, 0.5, 0.3), random_state=0).fit(DATA)
     assert model.encoding_.norm_bounds() == pytest.approx((math.sqrt(7.0), 1.0))
     acct = model.accountant_
-    assert acct.spent == pytest.approx(zcdp_rho(1.0, 1e-6), rel=1e-9)
-    assert acct.epsilon(1e-6) == pytest.approx(1.0, rel=1e-6)
+    # exact lattice noise: the variance is rounded up to an exact rational, so the cost actually incurred
+    # (rounding to the lattice included) is at most the budget and within 2^-12 of it
+    assert acct.spent <= zcdp_rho(1.0, 1e-6)
+    assert acct.spent == pytest.approx(zcdp_rho(1.0, 1e-6), rel=2.0**-12)
+    assert acct.epsilon(1e-6) <= 1.0 and acct.epsilon(1e-6) == pytest.approx(1.0, rel=1e-3)
     assert [c.mechanism for c in acct.charges] == ["gaussian"] * 3
     X, _ = model.encoding_.encode(DATA.to_df())
     noise = model.XtX_noisy_ - X.T @ X
@@ -75,7 +78,7 @@ def test_adassp_noise_has_the_calibrated_scale_over_many_runs(epsilon, zcdp_rho)
 def test_adassp_charges_a_given_accountant_and_refuses_overspending():
     acct = Accountant.from_epsilon(2.0, 1e-6)
     AdaSSP(1.0, 1e-6, "hours", CAT, accountant=acct, random_state=0).fit(DATA)
-    assert acct.spent == pytest.approx(cdp_rho(1.0, 1e-6))
+    assert acct.spent <= cdp_rho(1.0, 1e-6) and acct.spent == pytest.approx(cdp_rho(1.0, 1e-6), rel=2.0**-12)
     small = Accountant(cdp_rho(0.5, 1e-6), delta=1e-6)
     with pytest.raises(BudgetExceeded, match="AdaSSP needs"):
         AdaSSP(1.0, 1e-6, "hours", CAT, accountant=small, random_state=0).fit(DATA)

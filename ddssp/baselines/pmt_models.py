@@ -15,9 +15,10 @@ The public second moment Sigma_B = E[x x^T] of the encoded features (and, for ri
 ``moment_ridge`` is added to the diagonal of Sigma_B: one-hot levels absent from the public
 source would otherwise make it singular (a small, documented departure from exact invariance).
 
-Accounting: the budget (epsilon, delta) is converted exactly to mu = `gdp_mu` (Gaussian DP,
-neighbours differ in one row, n public, as in the paper), and every release is calibrated to its
-replace-one sensitivity, which is the sum of its add and remove sensitivities. Recorded in
+Accounting: the budget (epsilon, delta) is converted to zCDP, rho = `cdp_rho` (neighbours differ
+in one row, n public, as in the paper), mu = sqrt(2 rho), and every release is exact lattice
+discrete Gaussian noise calibrated to its replace-one sensitivity, the sum of its add and remove
+sensitivities (see `ddssp.baselines.pmt`: the paper's mu-GDP conversion holds for continuous noise only). Recorded in
 ``privacy_`` with the same keys as the other baselines plus ``mu`` and ``public_moment``.
 """
 
@@ -29,7 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from marginals import Domain, gdp_mu
+from marginals import Domain, cdp_rho
 from marginals.randomness import NoiseSource
 from marginals.source import MarginalSource, as_marginal_source, implements, is_rows
 
@@ -91,8 +92,8 @@ def public_moments(source: Any, encoding: Encoding, domain: Domain) -> tuple[np.
 class _PMTModel(DPEstimator):
     """Parameters, checks and the shared preparation of both PMT estimators."""
 
-    _guarantee = ("mu-GDP (replace-one neighbours, n public), recorded with its exact (epsilon, delta) in privacy_ "
-                  "(a mu-GDP Gaussian mechanism is mu^2/2-zCDP if you need to charge one)")  # fmt: skip
+    _guarantee = ("mu^2/2-zCDP with exact lattice noise (replace-one neighbours, n public), mu = sqrt(2 cdp_rho(epsilon, "
+                  "delta)), recorded in privacy_")  # fmt: skip
 
     def __init__(
         self, epsilon: float, delta: float, target: str | None = None, categorical: Sequence[str] | None = None,
@@ -120,9 +121,10 @@ class _PMTModel(DPEstimator):
         X, y = encoded_rows(type(self).__name__, source, encoding)
         moment, y_moment, kind = public_moments(self.public_moment, encoding, source.domain)
         moment = moment + self.moment_ridge * np.eye(moment.shape[0])
-        mu = gdp_mu(self.epsilon, self.delta)
+        rho = cdp_rho(self.epsilon, self.delta)
+        mu = math.sqrt(2.0 * rho)
         rng = self._noise()
-        self._record_privacy(self._mechanism(), mu=mu, neighbours="replace one row (n public)", public_moment=kind)
+        self._record_privacy(self._mechanism(), mu=mu, rho=rho, neighbours="replace one row (n public)", public_moment=kind)
         self.public_moment_source_ = kind
         return X, y, moment, y_moment, mu, rng
 
@@ -142,7 +144,7 @@ class PMTLinearRegression(_PMTModel, LinearRegressor):
     """DP ridge regression through a public second moment (DP-PMTRR, Cao, Bi & Zhang Alg. 2).
 
     Args:
-        epsilon, delta: the guarantee of one fit, spent as mu = gdp_mu(epsilon, delta) Gaussian DP.
+        epsilon, delta: the guarantee of one fit, spent as rho = cdp_rho(epsilon, delta) zCDP, mu = sqrt(2 rho).
         target, categorical, encoding, domain: as for `AdaSSP`.
         public_moment: where Sigma_B and E[y^2] come from (see the module docstring).
         moment_transform: True for DP-PMTRR; False for the private-only baseline DP-RR (clipping radii

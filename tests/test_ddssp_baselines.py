@@ -18,8 +18,9 @@ from ddssp import (
     mean_squared_error,
     roc_auc,
 )
+from ddssp.baselines.objpert import lattice_noise
 from ddssp.solvers import logistic_loss
-from marginals import Accountant, BudgetExceeded, cdp_rho
+from marginals import Accountant, BudgetExceeded, InsecureRandom, cdp_rho
 from marginals.data import data_dir, demo_dataset, load_bundled
 
 HAVE_DATA = data_dir() is not None
@@ -100,11 +101,19 @@ def test_objpert_formulas_and_exact_minimisation():
         x_bound = model.encoding_.norm_bounds()[0]
         assert model.regularization_ == pytest.approx(x_bound**2 / (2 * eps))
         assert model.noise_std_ == pytest.approx(x_bound * math.sqrt(8 * math.log(2 / delta) + 4 * eps) / eps)
+        assert model.privacy_.pop("finite_precision").startswith("KST12's proof is for real-valued noise")
         assert model.privacy_ == {
             "epsilon": eps, "delta": delta, "mechanism": "objective perturbation (KST12)", "private": False
         }
         X, y = model.encoding_.encode(DATA.to_df())
-        draws.append(implied_noise(model, X, y) / model.noise_std_)
+        implied = implied_noise(model, X, y)
+        draws.append(implied / model.noise_std_)
+        # b is the first draw of the seeded source, an exact lattice discrete Gaussian: the fit is its exact
+        # argmin (b is recovered from theta to 1e-6 sigma), and recovery is far coarser than the lattice step
+        b, gamma = lattice_noise(InsecureRandom(seed, warn=False), model.noise_std_, X.shape[1])
+        assert np.all(b / gamma == np.rint(b / gamma)) and gamma <= model.noise_std_ * 2.0**-56
+        recovery = np.abs(implied - b).max()
+        assert 100 * gamma < recovery < 1e-6 * model.noise_std_
     draws = np.concatenate(draws)
     assert np.mean(draws**2) == pytest.approx(1.0, abs=0.3)  # b ~ N(0, noise_std^2 I), and theta is its exact argmin
 

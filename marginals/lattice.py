@@ -133,15 +133,18 @@ class LatticeNoise:
         return self.gamma * math.sqrt(self.t * self.c)
 
 
-def lattice_gaussian(source: RandomSource, values: np.ndarray, sensitivity: float, rho: float) -> LatticeNoise:
+def lattice_gaussian(
+    source: RandomSource, values: np.ndarray, sensitivity: float, rho: float, dim: int | None = None
+) -> LatticeNoise:
     """values + exact discrete Gaussian noise on a 2^-k lattice, rho-zCDP for L2 ``sensitivity`` (charge ``.rho``).
 
-    The returned ``rho`` (<= the given one) is what the release costs, rounding included."""
+    The returned ``rho`` (<= the given one) is what the release costs, rounding included. ``dim``: how
+    many values one release covers (default all; e.g. one row's length when each row is a user's report)."""
     values = np.asarray(values, dtype=np.float64)
     rho = float(rho)
     if not (rho > 0 and math.isfinite(rho)):
         raise ValueError(f"lattice_gaussian: rho must be a finite number > 0, got {rho}")
-    dim = max(values.size, 1)
+    dim = max(values.size if dim is None else int(dim), 1)
     gamma = lattice_step(sensitivity, dim, sensitivity / math.sqrt(2 * rho))
     delta_l = lattice_sensitivity(sensitivity, gamma, dim)
     t, c = tc_variance(delta_l**2 / (2 * Fraction(rho)))

@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import math
 import time
@@ -231,14 +232,16 @@ def audit_samples(stat0: np.ndarray, stat1: np.ndarray, delta: float, confidence
 @contextlib.contextmanager
 def shrunken_lattice_noise(module, factor: float = BROKEN_FACTOR):
     """Within the block, the exact lattice samplers ``module`` uses draw noise ``factor`` times smaller
-    (a broken control: AdaSSP's releases get factor^2 times their rho, ObjPert's b a std / factor)."""
+    (a broken control: AdaSSP's releases are drawn for factor^2 times their rho but charged rho; ObjPert's b
+    gets std / factor)."""
     saved = {name: getattr(module, name) for name in ("lattice_gaussian", "symmetric_lattice_gaussian", "lattice_noise")
              if hasattr(module, name)}  # fmt: skip
     for name, fn in saved.items():
         if name == "lattice_noise":
             setattr(module, name, lambda rng, sigma, size, fn=fn: fn(rng, sigma / factor, size))
         else:
-            setattr(module, name, lambda rng, values, sens, rho, *a, fn=fn: fn(rng, values, sens, rho * factor**2, *a))
+            setattr(module, name, lambda rng, values, sens, rho, *a, fn=fn: dataclasses.replace(
+                fn(rng, values, sens, rho * factor**2, *a), rho=rho))  # noise for 16 rho, charged rho
     try:
         yield
     finally:

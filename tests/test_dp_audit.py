@@ -10,6 +10,8 @@ from scipy.stats import beta
 
 from benchmarks import dp_audit as audit
 from ddssp import ObjPert
+from ddssp.baselines import adassp as adassp_module
+from ddssp.baselines.objpert import lattice_noise
 from marginals.randomness import InsecureRandom
 
 
@@ -66,7 +68,7 @@ def test_objpert_threshold_identity_on_real_fits():
     for table in audit._objpert_tables(200):
         for seed in range(8):
             model = ObjPert(2.0, 1e-3, "y", random_state=InsecureRandom(seed, warn=False)).fit(table)
-            b = model.noise_std_ * InsecureRandom(seed, warn=False).standard_normal(1)[0]
+            b = lattice_noise(InsecureRandom(seed, warn=False), model.noise_std_, 1)[0][0]  # ObjPert's exact draw
             c = audit.objpert_boundary(model, table)
             theta = model.coef_[0]
             ts = theta + np.array([-1e-6, 1e-6, -0.3, 0.3])
@@ -93,3 +95,13 @@ def test_small_audit_configuration():
             assert r.eps_lb > r.eps_claim, f"{r.mechanism}: broken control not caught ({r.eps_lb:.3f})"
     table = audit.format_table(results)
     assert "VIOLATION" not in table and "NOT CAUGHT" not in table
+
+
+def test_shrunken_lattice_noise_shrinks_draws_charges_the_claim_and_restores():
+    values = np.zeros(2000)
+    honest = adassp_module.lattice_gaussian(InsecureRandom(1, warn=False), values, 1.0, 0.5)
+    with audit.shrunken_lattice_noise(adassp_module):
+        broken = adassp_module.lattice_gaussian(InsecureRandom(1, warn=False), values, 1.0, 0.5)
+    assert broken.values.std() == pytest.approx(honest.values.std() / audit.BROKEN_FACTOR, rel=0.1)
+    assert broken.rho == 0.5 and honest.rho <= 0.5  # the broken control under-charges
+    assert adassp_module.lattice_gaussian is not None and adassp_module.lattice_gaussian.__module__ == "marginals.lattice"

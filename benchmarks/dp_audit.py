@@ -34,17 +34,17 @@ Audits (neighbours chosen to be worst-case-ish for the statistic):
 - ``AdaSSP``: `ddssp.AdaSSP` fits on a binary feature x (one-hot, drop first: 0/1) and target
   y = x (encoded -1/+1; ||X|| = ||Y|| = 1), n rows; D' adds the row (x = 1, y = -1), which moves
   X^T X up and X^T y down by the sensitivity; T = coef_ (theta = X^T y / X^T X: the ridge is 0
-  here, so T combines two of the three releases). Claim: cdp_eps(rho charged, delta). Broken: a
-  noise source whose normal draws are divided by 4. Fitted and audited at delta = 1e-2: theta
+  here, so T combines two of the three releases). Claim: cdp_eps(rho charged, delta). Broken: the
+  exact lattice noise divided by 4 (`shrunken_lattice_noise`). Fitted and audited at delta = 1e-2: theta
   sees only 2/3 of rho, and at delta = 1e-3 a few thousand fits catch the broken control with
   too thin a margin (a zCDP mechanism claims every point of its curve, so any delta is fair).
 - ``ObjPert (fits)``: `ddssp.ObjPert` fits on separable data (y = x), D' adds the misclassified
   row (x = 1, y = 0), whose gradient is close to the bound ||X|| = 1; T = coef_. Claim: its own
-  (eps, delta). Broken: normal draws / 4.
+  (eps, delta). Broken: the lattice noise b / 4.
 - ``ObjPert (exact FOC)``: the same mechanism at many more runs. ObjPert's output for noise b is
   the exact minimiser of a strictly convex objective, so for a threshold t,
   theta(b) > t  <=>  b < -(n grad L_D(t) + Delta t) (the gradient at t is negative).
-  Draws b = noise_std_ * standard_normal from the same kind of source, with noise_std_ and
+  Draws b as exact discrete Gaussians of ObjPert's std (`foc_noise`) from the same kind of source, with noise_std_ and
   Delta = regularization_ read off a real fit, count the events through that identity
   (`ddssp.solvers.logistic_loss` for grad L_D). This audits the calibration assuming exact
   minimisation (the mechanism's own premise), not the solver.
@@ -70,17 +70,23 @@ Without ``--seed`` the noise comes from `marginals.SecureRandom`; with it, from 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import json
 import math
 import time
 from dataclasses import asdict, dataclass, field
+from fractions import Fraction
 
 import numpy as np
 import pandas as pd
 
 from ddssp import AdaSSP, ObjPert
+from ddssp.baselines import adassp as adassp_module
+from ddssp.baselines import objpert as objpert_module
 from ddssp.solvers import logistic_loss
 from marginals import Accountant, Dataset, Domain, cdp_eps, cdp_rho
+from marginals.lattice import discrete_gaussian_tc, tc_variance
 from marginals.mechanisms import exponential_mechanism, measure_counts
 from marginals.randomness import InsecureRandom, RandomSource, SecureRandom
 
@@ -149,6 +155,26 @@ class AuditResult:
 # ---------------------------------------------------------------------------------------------
 # The broken control's noise source
 # ---------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def shrunken_lattice_noise(module, factor: float = BROKEN_FACTOR):
+    """Within the block, the exact lattice samplers ``module`` uses draw noise ``factor`` times smaller
+    (a broken control: AdaSSP's releases are drawn for factor^2 times their rho but charged rho; ObjPert's b
+    gets std / factor)."""
+    saved = {name: getattr(module, name) for name in ("lattice_gaussian", "symmetric_lattice_gaussian", "lattice_noise")
+             if hasattr(module, name)}  # fmt: skip
+    for name, fn in saved.items():
+        if name == "lattice_noise":
+            setattr(module, name, lambda rng, sigma, size, fn=fn: fn(rng, sigma / factor, size))
+        else:
+            setattr(module, name, lambda rng, values, sens, rho, *a, fn=fn: dataclasses.replace(
+                fn(rng, values, sens, rho * factor**2, *a), rho=rho))  # noise for 16 rho, charged rho
+    try:
+        yield
+    finally:
+        for name, fn in saved.items():
+            setattr(module, name, fn)
 
 
 class ScaledNormalSource(RandomSource):
@@ -227,16 +253,18 @@ def audit_adassp(runs: int, broken: bool, source: RandomSource, confidence: floa
     half = rows // 2
     base = _binary_table([(0, 0, half), (1, 1, half)])
     neighbour = _binary_table([(0, 0, half), (1, 1, half), (1, 0, 1)])
-    noise = ScaledNormalSource(source, 1.0 / BROKEN_FACTOR) if broken else source
-    stats, claim, ridges = [], None, set()
-    for table in (base, neighbour):
-        coefs = np.empty(runs)
-        for i in range(runs):
-            model = AdaSSP(epsilon, delta, "y", random_state=noise).fit(table)
-            coefs[i] = model.coef_[0]
-            ridges.add(model.ridge_ > 0)
-        stats.append(coefs)
-        claim = cdp_eps(model.accountant_.spent, delta)
+    stats, ridges = [], set()
+    claim = cdp_eps(cdp_rho(epsilon, delta), delta)  # what a fit claims (a broken fit is charged more)
+    with shrunken_lattice_noise(adassp_module) if broken else contextlib.nullcontext():
+        for table in (base, neighbour):
+            coefs = np.empty(runs)
+            for i in range(runs):
+                model = AdaSSP(epsilon, delta, "y", random_state=source).fit(table)
+                coefs[i] = model.coef_[0]
+                ridges.add(model.ridge_ > 0)
+            stats.append(coefs)
+            if not broken:
+                claim = cdp_eps(model.accountant_.spent, delta)
     result = audit_samples(stats[0], stats[1], delta, confidence)
     return {**result, "eps_claim": claim, "delta": delta,
             "params": {"epsilon": epsilon, "rows": rows, "sigmas": model.sigmas_.tolist(),
@@ -251,15 +279,24 @@ def _objpert_tables(rows: int) -> tuple[Dataset, Dataset]:
 
 def audit_objpert_fits(runs: int, broken: bool, source: RandomSource, confidence: float,
                        epsilon: float = 2.0, delta: float = 1e-3, rows: int = 1000) -> dict:
-    noise = ScaledNormalSource(source, 1.0 / BROKEN_FACTOR) if broken else source
     stats = []
-    for table in _objpert_tables(rows):
-        coefs = np.empty(runs)
-        for i in range(runs):
-            coefs[i] = ObjPert(epsilon, delta, "y", random_state=noise).fit(table).coef_[0]
-        stats.append(coefs)
+    with shrunken_lattice_noise(objpert_module) if broken else contextlib.nullcontext():
+        for table in _objpert_tables(rows):
+            coefs = np.empty(runs)
+            for i in range(runs):
+                coefs[i] = ObjPert(epsilon, delta, "y", random_state=source).fit(table).coef_[0]
+            stats.append(coefs)
     result = audit_samples(stats[0], stats[1], delta, confidence)
     return {**result, "eps_claim": epsilon, "delta": delta, "params": {"epsilon": epsilon, "rows": rows}}
+
+
+def foc_noise(source: RandomSource, sigma: float, runs: int) -> np.ndarray:
+    """``runs`` exact discrete Gaussian draws of std sigma on the lattice 2^-28 sigma: ObjPert's law of b
+    (`ddssp.baselines.objpert.lattice_noise`, lattice 2^-56 sigma, drawn on Python integers: too slow for
+    10^6 draws) on a coarser lattice that the vectorized sampler reaches; the audit checks the calibration."""
+    gamma = 2.0 ** math.floor(math.log2(sigma) - 28)
+    t, c = tc_variance(Fraction(sigma / gamma) ** 2)
+    return discrete_gaussian_tc(source, t, c, runs).astype(np.float64) * gamma
 
 
 def objpert_boundary(model: ObjPert, table: Dataset):
@@ -295,7 +332,7 @@ def audit_objpert_exact(runs: int, broken: bool, source: RandomSource, confidenc
         model = ObjPert(epsilon, delta, "y", random_state=source).fit(table)  # for noise_std_, Delta, encoding
         boundary = objpert_boundary(model, table)
         scale = model.noise_std_ / BROKEN_FACTOR if broken else model.noise_std_
-        b = scale * np.asarray(source.standard_normal(runs))
+        b = foc_noise(source, scale, runs)
         sides.append((boundary, b))
     # candidate thresholds: quantiles of theta on the calibration halves, by bisection on c(t) = b
     h = runs // 2

@@ -17,18 +17,20 @@ At eps = 2 the event {coef > ~m/2 + gap} has probabilities about 0.05 (D) and 0.
 those weights: a ratio of e^1.7 against the claimed e^1.0 (exact, from the 1-D depth regions).
 
 ``PMT ridge``: `ddssp.baselines.pmt.pmt_ridge`, the algorithm `PMTLinearRegression` runs, on the
-encoded rows of two replace-one neighbours (mu-GDP, n public): n rows with x = 1, half y = +1 and
+encoded rows of two replace-one neighbours (mu^2/2-zCDP, n public): n rows with x = 1, half y = +1 and
 half y = -1; D' turns one y = -1 into +1. The public second moment (0.01 for x and for y, plus the
 estimator's ``moment_ridge``) is small, so every transformed row is clipped to the radii R and
 R_y and the cross moment moves by exactly its sensitivity 2 R R_y / n; the Gram matrix does not
 move, and with the cross moment near 0 its noise only rescales coef. T = coef: it sees the cross
-release alone, mu / sqrt(2)-GDP, so the bound stays below cdp's eps(mu / sqrt(2), delta) < claim.
-Claim: (epsilon, delta), with mu = `marginals.gdp_mu`. Broken: the fit run at 4 mu (noise / 4)
+release alone, (mu / sqrt(2))^2/2-zCDP, so the bound stays below cdp_eps of that < claim.
+Claim: (epsilon, delta), with mu = sqrt(2 cdp_rho(epsilon, delta)) as the estimator. Broken: the fit run at 4 mu (noise / 4)
 claiming the original (epsilon, delta). `pmt_audit_arrays` fits the estimator once for its
 encoding; tests/test_dp_audit.py checks that `pmt_ridge` on those arrays replays the estimator.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pandas as pd
@@ -36,7 +38,7 @@ import pandas as pd
 from ddssp.baselines.pmt import pmt_ridge
 from ddssp.baselines.pmt_models import PMTLinearRegression
 from ddssp.baselines.tukey import tukey_em
-from marginals import Dataset, Domain, gdp_mu
+from marginals import Dataset, Domain, cdp_rho
 from marginals.randomness import RandomSource
 
 from benchmarks.dp_audit_stats import BROKEN_FACTOR, audit_samples
@@ -130,11 +132,16 @@ def pmt_fit_coef(X: np.ndarray, y: np.ndarray, model: PMTLinearRegression, mu: f
     return float(pmt_ridge(X, y, moment, float(PMT_MOMENT[1, 1]), mu, model.ridge, model.eta, source).coef[0])
 
 
+def pmt_mu(epsilon: float, delta: float) -> float:
+    """The mu `PMTLinearRegression` runs its releases at: sqrt(2 cdp_rho(epsilon, delta))."""
+    return math.sqrt(2.0 * cdp_rho(epsilon, delta))
+
+
 def audit_pmt(runs: int, broken: bool, source: RandomSource, confidence: float,
               epsilon: float = 1.0, delta: float = 1e-3, rows: int = 1000) -> dict:
     """The PMT row: T = coef on replace-one neighbours; broken: 4 mu claiming mu."""
     arrays, model = pmt_audit_arrays(pmt_audit_tables(rows), epsilon, delta, source)
-    mu = gdp_mu(epsilon, delta)
+    mu = pmt_mu(epsilon, delta)
     used = mu * BROKEN_FACTOR if broken else mu
     stats = [np.array([pmt_fit_coef(X, y, model, used, source) for _ in range(runs)]) for X, y in arrays]
     result = audit_samples(stats[0], stats[1], delta, confidence)

@@ -7,7 +7,7 @@ import pytest
 
 from ddssp.bayes.release import clip_rows, exact_statistics, gaussian_ssp, local_ssp, ssp_sensitivity
 from ddssp.bayes.sensitivity import analytic_gaussian_sigma
-from marginals import Accountant
+from marginals import Accountant, cdp_rho
 from marginals.randomness import InsecureRandom
 
 
@@ -28,10 +28,15 @@ def test_gaussian_ssp_noise_and_ledger():
     X, y = _data()
     acct = Accountant(10.0)
     stats = gaussian_ssp(X, y, "logistic", 1.0, 1e-5, accountant=acct, random_state=InsecureRandom(0, warn=False))
-    sigma = analytic_gaussian_sigma(math.sqrt(4.5), 1.0, 1e-5)
-    assert stats.sigma == pytest.approx(sigma) and stats.sensitivity == pytest.approx(math.sqrt(4.5))
-    np.testing.assert_allclose(stats.noise_cov, sigma**2 * np.eye(stats.z.size))
-    assert acct.spent == pytest.approx(4.5 / (2 * sigma**2))
+    # exact lattice noise is accounted in zCDP (issue 23): sigma = Delta / sqrt(2 rho), rho = cdp_rho(eps, delta),
+    # up to the rounding folded into the sensitivity (< 2^-12); the charge is the cost incurred, <= rho
+    rho = cdp_rho(1.0, 1e-5)
+    sigma = math.sqrt(4.5) / math.sqrt(2 * rho)
+    assert stats.sigma == pytest.approx(sigma, rel=2.0**-12) and stats.sensitivity == pytest.approx(math.sqrt(4.5))
+    assert stats.sigma > analytic_gaussian_sigma(math.sqrt(4.5), 1.0, 1e-5)  # zCDP costs some noise
+    np.testing.assert_allclose(stats.noise_cov, stats.sigma**2 * np.eye(stats.z.size))
+    assert acct.spent <= rho and acct.spent == pytest.approx(rho, rel=2.0**-12)
+    assert acct.spent >= 4.5 / (2 * stats.sigma**2)  # the lattice rounding is charged too
     assert acct.charges[0].mechanism == "gaussian_ssp" and acct.charges[0].params["neighbours"] == "replace-one"
     assert stats.n == 500 and stats.z.size == 3 + 6 and not stats.private  # N is public, never noised
     exact = exact_statistics(X, y, "logistic")
@@ -43,7 +48,7 @@ def test_gaussian_ssp_noise_has_the_calibrated_variance():
     X, y = _data(50)
     exact = exact_statistics(X, y, "linear").z
     resid = np.array([gaussian_ssp(X, y, "linear", 1.0, 1e-5, random_state=InsecureRandom(s, warn=False)).z - exact for s in range(300)])
-    sigma = analytic_gaussian_sigma(ssp_sensitivity("linear"), 1.0, 1e-5)
+    sigma = ssp_sensitivity("linear") / math.sqrt(2 * cdp_rho(1.0, 1e-5))
     assert resid.std() == pytest.approx(sigma, rel=0.05)
 
 

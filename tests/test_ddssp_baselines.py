@@ -18,8 +18,9 @@ from ddssp import (
     mean_squared_error,
     roc_auc,
 )
+from ddssp.baselines.objpert import lattice_noise
 from ddssp.solvers import logistic_loss
-from marginals import Accountant, BudgetExceeded, cdp_rho
+from marginals import Accountant, BudgetExceeded, InsecureRandom, cdp_rho
 from marginals.data import data_dir, demo_dataset, load_bundled
 
 HAVE_DATA = data_dir() is not None
@@ -39,8 +40,11 @@ def test_adassp_charges_rho_and_releases_a_symmetric_matrix(zcdp_rho):
     model = AdaSSP(1.0, 1e-6, "hours", CAT, budget_split=(0.2, 0.5, 0.3), random_state=0).fit(DATA)
     assert model.encoding_.norm_bounds() == pytest.approx((math.sqrt(7.0), 1.0))
     acct = model.accountant_
-    assert acct.spent == pytest.approx(zcdp_rho(1.0, 1e-6), rel=1e-9)
-    assert acct.epsilon(1e-6) == pytest.approx(1.0, rel=1e-6)
+    # exact lattice noise: the variance is rounded up to an exact rational, so the cost actually incurred
+    # (rounding to the lattice included) is at most the budget and within 2^-12 of it
+    assert acct.spent <= zcdp_rho(1.0, 1e-6)
+    assert acct.spent == pytest.approx(zcdp_rho(1.0, 1e-6), rel=2.0**-12)
+    assert acct.epsilon(1e-6) <= 1.0 and acct.epsilon(1e-6) == pytest.approx(1.0, rel=1e-3)
     assert [c.mechanism for c in acct.charges] == ["gaussian"] * 3
     X, _ = model.encoding_.encode(DATA.to_df())
     noise = model.XtX_noisy_ - X.T @ X
@@ -75,7 +79,7 @@ def test_adassp_noise_has_the_calibrated_scale_over_many_runs(epsilon, zcdp_rho)
 def test_adassp_charges_a_given_accountant_and_refuses_overspending():
     acct = Accountant.from_epsilon(2.0, 1e-6)
     AdaSSP(1.0, 1e-6, "hours", CAT, accountant=acct, random_state=0).fit(DATA)
-    assert acct.spent == pytest.approx(cdp_rho(1.0, 1e-6))
+    assert acct.spent <= cdp_rho(1.0, 1e-6) and acct.spent == pytest.approx(cdp_rho(1.0, 1e-6), rel=2.0**-12)
     small = Accountant(cdp_rho(0.5, 1e-6), delta=1e-6)
     with pytest.raises(BudgetExceeded, match="AdaSSP needs"):
         AdaSSP(1.0, 1e-6, "hours", CAT, accountant=small, random_state=0).fit(DATA)
@@ -97,11 +101,19 @@ def test_objpert_formulas_and_exact_minimisation():
         x_bound = model.encoding_.norm_bounds()[0]
         assert model.regularization_ == pytest.approx(x_bound**2 / (2 * eps))
         assert model.noise_std_ == pytest.approx(x_bound * math.sqrt(8 * math.log(2 / delta) + 4 * eps) / eps)
+        assert model.privacy_.pop("finite_precision").startswith("KST12's proof is for real-valued noise")
         assert model.privacy_ == {
             "epsilon": eps, "delta": delta, "mechanism": "objective perturbation (KST12)", "private": False
         }
         X, y = model.encoding_.encode(DATA.to_df())
-        draws.append(implied_noise(model, X, y) / model.noise_std_)
+        implied = implied_noise(model, X, y)
+        draws.append(implied / model.noise_std_)
+        # b is the first draw of the seeded source, an exact lattice discrete Gaussian: the fit is its exact
+        # argmin (b is recovered from theta to 1e-6 sigma), and recovery is far coarser than the lattice step
+        b, gamma = lattice_noise(InsecureRandom(seed, warn=False), model.noise_std_, X.shape[1])
+        assert np.all(b / gamma == np.rint(b / gamma)) and gamma <= model.noise_std_ * 2.0**-56
+        recovery = np.abs(implied - b).max()
+        assert 100 * gamma < recovery < 1e-6 * model.noise_std_
     draws = np.concatenate(draws)
     assert np.mean(draws**2) == pytest.approx(1.0, abs=0.3)  # b ~ N(0, noise_std^2 I), and theta is its exact argmin
 
@@ -157,3 +169,16 @@ def test_adult_numbers_at_epsilon_half():
             aucs.append(roc_auc(test["income>50K"], obj.decision_function(test)))
     assert 0.04 <= np.mean(mses) <= 0.09
     assert np.mean(aucs) == pytest.approx(0.86, abs=0.02)
+
+
+def test_seeded_fits_with_exact_noise_are_deterministic():
+    """The exact lattice samplers draw only from the seeded source: the same seed gives the same fit."""
+    from ddssp import PMTLinearRegression
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for make in (lambda s: AdaSSP(1.0, 1e-6, "hours", CAT, random_state=s),
+                     lambda s: ObjPert(1.0, 1e-6, "income", CAT, random_state=s),
+                     lambda s: PMTLinearRegression(1.0, 1e-6, "hours", CAT, public_moment="uniform", random_state=s)):
+            a, b, c = make(3).fit(DATA), make(3).fit(DATA), make(4).fit(DATA)
+            assert np.array_equal(a.coef_, b.coef_) and not np.array_equal(a.coef_, c.coef_)

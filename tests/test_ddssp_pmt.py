@@ -24,7 +24,7 @@ from ddssp.baselines.pmt import (
 )
 from ddssp.solvers import fit_logistic, sigmoid
 from ddssp.statistics import sufficient_statistics
-from marginals import InsecureRandom, gdp_delta, gdp_mu
+from marginals import InsecureRandom, cdp_eps, cdp_rho, gdp_delta, gdp_mu
 from marginals.data import demo_dataset
 
 NO_NOISE = math.inf  # mu = inf: every noise scale is 0
@@ -232,7 +232,9 @@ def test_estimators_accounting_and_errors():
     with pytest.warns(UserWarning, match="seeded noise source"):
         model = PMTLinearRegression(0.5, 1e-5, "hours", CAT, public_moment=PUBLIC, random_state=1).fit(DEMO)
     priv = model.privacy_
-    assert priv["mu"] == pytest.approx(gdp_mu(0.5, 1e-5)) and gdp_delta(priv["mu"], 0.5) <= 1e-5
+    # exact discrete noise is accounted in zCDP (issue 23): mu = sqrt(2 rho), rho-zCDP implies (0.5, 1e-5)-DP
+    assert priv["mu"] == pytest.approx(math.sqrt(2 * cdp_rho(0.5, 1e-5))) and priv["rho"] == cdp_rho(0.5, 1e-5)
+    assert cdp_eps(priv["mu"] ** 2 / 2, 1e-5) <= 0.5 * (1 + 1e-9) and priv["mu"] < gdp_mu(0.5, 1e-5)
     assert model.mu_release_ * math.sqrt(2) == pytest.approx(priv["mu"])
     assert priv["private"] is False and priv["neighbours"] == "replace one row (n public)"
     assert priv["mechanism"].startswith("DP-PMT ridge")

@@ -66,6 +66,11 @@ CLASSIFIER_ONLY = {
     "check_decision_proba_consistency": "it predicts on continuous, negative X that the categorical tag does not "
     "round; inputs are integer codes of the public domain",
 }
+PMT_ONE_LABEL = (
+    "one class in 10 rows: T noisy Newton steps from 0 through the clipped public-moment transform do not "
+    "reach a model predicting that class everywhere even without noise (eps = 1e6 gives [1 0 1] on the "
+    "check's rows); it passed only by the draws of the float noise at seed 0, and fails with the exact noise"
+)
 TUKEY_ROWS = (
     "the check fits on 10-56 rows; TukeyEM needs n_models x features rows and n_models >= 12 for its "
     "propose-test-release check to pass at all"
@@ -85,6 +90,8 @@ def checks_that_cannot_apply(estimator) -> dict[str, str]:
     failing = dict(REGRESSOR_ONLY) if is_regressor(estimator) else dict(CLASSIFIER_ONLY)
     if isinstance(estimator, TukeyEM):
         failing.update(dict.fromkeys(TUKEY_SMALL, TUKEY_ROWS))
+    if isinstance(estimator, PMTLogisticRegression):
+        failing["check_classifiers_one_label"] = PMT_ONE_LABEL
     return failing
 
 

@@ -19,6 +19,8 @@ from ddssp.baselines.tukey import (
     log_volumes,
     partition_models,
     ptr_distance,
+    PTR_BITS,
+    ptr_noisy_distance,
     ptr_threshold,
     racing_sample,
     sample_point_with_depth,
@@ -26,6 +28,7 @@ from ddssp.baselines.tukey import (
     tukey_em,
 )
 from marginals import InsecureRandom
+from marginals.lattice import laplace_scale
 from marginals.data import demo_dataset
 
 FIGURE3 = np.array([(1, 1), (7, 3), (5, 7), (3, 3), (5, 5), (6, 3)], dtype=float)
@@ -138,13 +141,18 @@ def test_threshold_and_noise_constants_at_ln3():
     class Recording(InsecureRandom):
         scales: list = []
 
-        def laplace(self, loc=0.0, scale=1.0, size=None):
+        def laplace(self, loc=0.0, scale=1.0, size=None):  # float Laplace: no longer drawn at all
             self.scales.append(scale)
             return super().laplace(loc, scale, size)
 
     X, y = make_regression_like(4000, 3, seed=1)
-    tukey_em(X, y, 200, eps, delta, Recording(1, warn=False))
-    assert Recording.scales == [pytest.approx(1.8205, abs=1e-4)]  # 1/(eps/2), not the reference code's eps/2
+    result = tukey_em(X, y, 200, eps, delta, Recording(1, warn=False))
+    assert Recording.scales == []
+    # exact PTR: discrete Laplace of scale t / 2^20 = 1/(eps/2) (not the reference code's eps/2), and the
+    # threshold of the discrete tail equals the paper's log(1/(2 delta)) / (eps/2) to ~2^-20
+    assert laplace_scale(2**PTR_BITS, eps / 2) / 2**PTR_BITS == pytest.approx(1.8205, abs=1e-4)
+    assert result.threshold == pytest.approx(ptr_threshold(eps / 2, delta), rel=1e-5)
+    assert (result.noisy_distance * 2**PTR_BITS).is_integer() and (result.threshold * 2**PTR_BITS).is_integer()
 
 
 def test_sampled_points_have_exactly_the_sampled_depth():
@@ -194,6 +202,22 @@ def test_scaling_the_labels_scales_the_output():
     b = tukey_em(X, 7.0 * y, 1000, 2.0, 1e-5, quiet_rng(11), jitter=0.0)
     assert a.passed and b.passed
     assert np.allclose(b.coef, 7.0 * a.coef, rtol=1e-9)
+
+
+def test_exact_ptr_passes_an_unsafe_input_with_probability_at_most_delta():
+    """At distance 0 the exact test passes with probability a^m / (1 + a) <= delta (closed form), and
+    the sampled pass rate matches it; at distance 1 the noisy value moves by exactly 1."""
+    eps, delta = 1.0, 0.25
+    t = laplace_scale(2**PTR_BITS, eps)
+    rng = quiet_rng(21)
+    draws = [ptr_noisy_distance(0, eps, delta, rng) for _ in range(4000)]
+    threshold = draws[0][1]
+    m = round(threshold * 2**PTR_BITS)
+    exact = math.exp(-m / t) / (1 + math.exp(-1 / t))
+    assert exact <= delta and exact == pytest.approx(delta, rel=1e-4)
+    rate = np.mean([noisy >= th for noisy, th in draws])
+    assert abs(rate - exact) < 4 * math.sqrt(exact * (1 - exact) / 4000)
+    assert ptr_noisy_distance(5, eps, 1e-5, quiet_rng(3))[0] - ptr_noisy_distance(4, eps, 1e-5, quiet_rng(3))[0] == 1.0
 
 
 DEMO = demo_dataset(40_000, seed=11)

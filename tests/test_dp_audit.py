@@ -13,9 +13,10 @@ from benchmarks import dp_audit as audit
 from benchmarks import dp_audit_baselines as baselines
 from benchmarks import dp_audit_spec as spec_audit
 from ddssp import ObjPert
+from ddssp.baselines import adassp as adassp_module
+from ddssp.baselines.objpert import lattice_noise
 from ddssp.baselines.pmt import pmt_transform
 from ddssp.baselines.pmt_models import PMTLinearRegression
-from marginals import gdp_mu
 from marginals.dataset import read_csv_file
 from marginals.randomness import InsecureRandom
 
@@ -73,7 +74,7 @@ def test_objpert_threshold_identity_on_real_fits():
     for table in audit._objpert_tables(200):
         for seed in range(8):
             model = ObjPert(2.0, 1e-3, "y", random_state=InsecureRandom(seed, warn=False)).fit(table)
-            b = model.noise_std_ * InsecureRandom(seed, warn=False).standard_normal(1)[0]
+            b = lattice_noise(InsecureRandom(seed, warn=False), model.noise_std_, 1)[0][0]  # ObjPert's exact draw
             c = audit.objpert_boundary(model, table)
             theta = model.coef_[0]
             ts = theta + np.array([-1e-6, 1e-6, -0.3, 0.3])
@@ -144,7 +145,7 @@ def test_tukey_neighbours_change_one_model_and_not_the_ptr_distance():
 def test_pmt_audit_replays_the_estimator_and_hits_the_clip_radii():
     tables = baselines.pmt_audit_tables(200)
     arrays, model = baselines.pmt_audit_arrays(tables, 1.0, 1e-3, InsecureRandom(0, warn=False))
-    mu = gdp_mu(1.0, 1e-3)
+    mu = baselines.pmt_mu(1.0, 1e-3)
     for table, (X, y) in zip(tables, arrays):
         for seed in range(4):
             fitted = PMTLinearRegression(1.0, 1e-3, "y", public_moment=baselines.PMT_MOMENT,
@@ -169,4 +170,14 @@ def test_small_audit_configuration():
         elif r.expect_caught:
             assert r.eps_lb > r.eps_claim, f"{r.mechanism}: broken control not caught ({r.eps_lb:.3f})"
     table = audit.format_table(results)
-    assert "NOT CAUGHT" not in table and "VIOLATION" not in table
+    assert "VIOLATION" not in table and "NOT CAUGHT" not in table
+
+
+def test_shrunken_lattice_noise_shrinks_draws_charges_the_claim_and_restores():
+    values = np.zeros(2000)
+    honest = adassp_module.lattice_gaussian(InsecureRandom(1, warn=False), values, 1.0, 0.5)
+    with audit.shrunken_lattice_noise(adassp_module):
+        broken = adassp_module.lattice_gaussian(InsecureRandom(1, warn=False), values, 1.0, 0.5)
+    assert broken.values.std() == pytest.approx(honest.values.std() / audit.BROKEN_FACTOR, rel=0.1)
+    assert broken.rho == 0.5 and honest.rho <= 0.5  # the broken control under-charges
+    assert adassp_module.lattice_gaussian is not None and adassp_module.lattice_gaussian.__module__ == "marginals.lattice"

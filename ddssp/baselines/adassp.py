@@ -19,6 +19,12 @@ sigma = sqrt(log(2/delta_i)) Delta / epsilon_i with basic composition is not a v
 profile of Balle & Wang 2018 gives delta 3.5e-6 > 3.3e-6 at epsilon_i = 1/3), and it wastes
 budget in the composition: at epsilon = 0.5, delta = 1e-5 our sigmas are 0.61x the paper's
 (equal thirds), so AdaSSP here is somewhat more accurate than the paper's numbers.
+
+Exact noise (`marginals.lattice`): each release is snapped to a 2^-k lattice and gets exact
+discrete Gaussian noise, rho_i-zCDP at the lattice sensitivity Delta_i / gamma + sqrt(d_i) (the
+rounding folded in; d_i = 1, p (p + 1) / 2 upper-triangle entries, p). The variance is chosen so
+that this cost is <= rho_i; the accountant is charged the cost actually incurred (sensitivity with
+rounding, variance actually used), so spent <= rho. ``sigmas_`` are the stds actually used.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from marginals import Accountant, BudgetExceeded, cdp_rho
+from marginals.lattice import lattice_gaussian, symmetric_lattice_gaussian
 from marginals.randomness import NoiseSource
 
 from ..base import DPEstimator, LinearRegressor, store_params
@@ -93,36 +100,39 @@ class AdaSSP(DPEstimator, LinearRegressor):
         if abs(split.sum() - 1.0) > 1e-9:
             raise ValueError(f"budget_split must sum to 1, got {split.sum():.12g}")
 
-    def _charge(self, encoding: Encoding) -> tuple[np.ndarray, np.ndarray]:
-        """(sigmas, sensitivities) of the three releases, charged to the accountant."""
+    def _budget(self, encoding: Encoding) -> tuple[Accountant, np.ndarray]:
+        """(the accountant, sensitivities of the three releases); rho_parts_ set, nothing charged yet."""
         x_bound, y_bound = encoding.norm_bounds()
         rho = cdp_rho(self.epsilon, self.delta)
         accountant = Accountant(rho, delta=float(self.delta)) if self.accountant is None else self.accountant
         if not accountant.can_afford(rho):
             raise BudgetExceeded(f"AdaSSP needs rho={rho:.6g} but the accountant has {accountant.remaining:.6g} left")
         self.rho_parts_ = np.asarray(self.budget_split, dtype=np.float64) * rho
-        sensitivities = np.array([x_bound**2, x_bound**2, x_bound * y_bound])
-        sigmas = sensitivities / np.sqrt(2.0 * self.rho_parts_)
-        for step, sigma, sens in zip(STEPS, sigmas, sensitivities):
-            accountant.gaussian(sigma, sens, label=f"AdaSSP {step}")
         self.accountant_ = accountant
-        return sigmas, sensitivities
+        return accountant, np.array([x_bound**2, x_bound**2, x_bound * y_bound])
 
     def _fit_encoded(self, source: Any, encoding: Encoding) -> None:
         """Fit on the private rows (a `Dataset` or a `DaskDataset`: X^T X and X^T y come from its exact
         pairwise marginals)."""
         stats = private_statistics("AdaSSP", source, encoding)
         rng = self._noise()
-        sigmas, self.sensitivities_ = self._charge(encoding)
+        accountant, self.sensitivities_ = self._budget(encoding)
+        rhos = self.rho_parts_
         p = encoding.n_features
         lambda_min = max(0.0, float(np.linalg.eigvalsh(stats.XtX)[0])) if p else 0.0
+        releases = [lattice_gaussian(rng, np.array([lambda_min]), self.sensitivities_[0], rhos[0]),
+                    symmetric_lattice_gaussian(rng, stats.XtX, self.sensitivities_[1], rhos[1]),
+                    lattice_gaussian(rng, stats.Xty, self.sensitivities_[2], rhos[2])]  # fmt: skip
+        for step, release, sens in zip(STEPS, releases, self.sensitivities_):
+            accountant.charge(release.rho, f"AdaSSP {step}", "gaussian", sigma=release.sigma, sensitivity=float(sens),
+                              lattice_step=release.gamma, lattice_sensitivity=release.lattice_sensitivity)  # fmt: skip
+        sigmas = np.array([r.sigma for r in releases])
         shift = math.sqrt(math.log(6.0 / self.delta)) * sigmas[0]
-        self.lambda_min_noisy_ = max(0.0, lambda_min + sigmas[0] * rng.standard_normal() - shift)
-        upper = np.triu(rng.standard_normal((p, p)))
-        self.XtX_noisy_ = stats.XtX + sigmas[1] * (upper + np.triu(upper, 1).T)
-        self.Xty_noisy_ = stats.Xty + sigmas[2] * rng.standard_normal(p)
+        self.lambda_min_noisy_ = max(0.0, float(releases[0].values[0]) - shift)
+        self.XtX_noisy_ = releases[1].values
+        self.Xty_noisy_ = releases[2].values
         bound = sigmas[1] * math.sqrt(p * math.log(2.0 * p**2 / self.failure_prob)) if p else 0.0
         self.ridge_ = max(0.0, bound - self.lambda_min_noisy_)
         self.sigmas_ = sigmas
-        self._record_privacy("AdaSSP (Wang 2018), zCDP Gaussian releases")
+        self._record_privacy("AdaSSP (Wang 2018), zCDP exact discrete Gaussian releases on a lattice")
         self._set_solution(solve_linear_system(self.XtX_noisy_ + self.ridge_ * np.eye(p), self.Xty_noisy_), encoding)

@@ -19,9 +19,10 @@ A fitted PMT estimator holds only released quantities (``_released_attributes``)
 scales and radii depend on n, which the replace-one guarantee treats as public; the exact number
 of clipped rows is private and is never stored.
 
-Accounting: the budget (epsilon, delta) is converted exactly to mu = `gdp_mu` (Gaussian DP,
-neighbours differ in one row, n public, as in the paper), and every release is calibrated to its
-replace-one sensitivity, which is the sum of its add and remove sensitivities. Recorded in
+Accounting: the budget (epsilon, delta) is converted to zCDP, rho = `cdp_rho` (neighbours differ
+in one row, n public, as in the paper), mu = sqrt(2 rho), and every release is exact lattice
+discrete Gaussian noise calibrated to its replace-one sensitivity, the sum of its add and remove
+sensitivities (see `ddssp.baselines.pmt`: the paper's mu-GDP conversion holds for continuous noise only). Recorded in
 ``privacy_`` with the same keys as the other baselines plus ``mu`` and ``public_moment``.
 """
 
@@ -33,7 +34,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from marginals import Domain, gdp_mu
+from marginals import Domain, cdp_rho
 from marginals.randomness import NoiseSource
 from marginals.source import MarginalSource, as_marginal_source, implements, is_rows
 
@@ -95,8 +96,8 @@ def public_moments(source: Any, encoding: Encoding, domain: Domain) -> tuple[np.
 class _PMTModel(DPEstimator):
     """Parameters, checks and the shared preparation of both PMT estimators."""
 
-    _guarantee = ("mu-GDP (replace-one neighbours, n public), recorded with its exact (epsilon, delta) in privacy_ "
-                  "(a mu-GDP Gaussian mechanism is mu^2/2-zCDP if you need to charge one)")  # fmt: skip
+    _guarantee = ("mu^2/2-zCDP with exact lattice noise (replace-one neighbours, n public), mu = sqrt(2 cdp_rho(epsilon, "
+                  "delta)), recorded in privacy_")  # fmt: skip
     _released_attributes = {
         "sigmas_": "the noise standard deviations: from the budget, the radii and n (public, replace-one)",
         "radius_": "the feature clipping radius sqrt(d L_n): from d, n (public) and eta",
@@ -131,9 +132,10 @@ class _PMTModel(DPEstimator):
         X, y = encoded_rows(type(self).__name__, source, encoding)
         moment, y_moment, kind = public_moments(self.public_moment, encoding, source.domain)
         moment = moment + self.moment_ridge * np.eye(moment.shape[0])
-        mu = gdp_mu(self.epsilon, self.delta)
+        rho = cdp_rho(self.epsilon, self.delta)
+        mu = math.sqrt(2.0 * rho)
         rng = self._noise()
-        self._record_privacy(self._mechanism(), mu=mu, neighbours="replace one row (n public)", public_moment=kind)
+        self._record_privacy(self._mechanism(), mu=mu, rho=rho, neighbours="replace one row (n public)", public_moment=kind)
         self.public_moment_source_ = kind
         return X, y, moment, y_moment, mu, rng
 
@@ -152,7 +154,7 @@ class PMTLinearRegression(_PMTModel, LinearRegressor):
     """DP ridge regression through a public second moment (DP-PMTRR, Cao, Bi & Zhang Alg. 2).
 
     Args:
-        epsilon, delta: the guarantee of one fit, spent as mu = gdp_mu(epsilon, delta) Gaussian DP.
+        epsilon, delta: the guarantee of one fit, spent as rho = cdp_rho(epsilon, delta) zCDP, mu = sqrt(2 rho).
         target, categorical, encoding, domain: as for `AdaSSP`.
         public_moment: where Sigma_B and E[y^2] come from (see the module docstring).
         moment_transform: True for DP-PMTRR; False for the private-only baseline DP-RR (clipping radii

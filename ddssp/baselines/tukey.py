@@ -2,6 +2,14 @@
 Linear Regression") on numeric arrays: models, depth volumes, PTR, the restricted exponential
 mechanism and exact-depth sampling. The estimator on encoded tables is `TukeyEM` (tukeyem.py).
 
+Exact PTR noise (`ptr_noisy_distance`): k is an integer of sensitivity 1, so 2^20 k has
+sensitivity 2^20 and 2^20 k + Y, Y discrete Laplace with P(y) ~ exp(-|y| / t), t =
+ceil(2^20 / eps_ptr), is (2^20 / t) <= eps_ptr DP (`marginals.lattice`; no float noise). The test
+passes when 2^20 k + Y >= m (exact integers; the floats reported are these over 2^20, exact),
+with m = ceil(t log(1 / (delta (1 + a)))) + 1, a = exp(-1/t): for k <= 0 the pass probability is
+P(Y >= m) = a^m / (1 + a) <= delta, as P(Lap >= log(1/(2 delta)) / eps) = delta in Algorithm 1.
+The threshold m / 2^20 equals the paper's log(1/(2 delta)) / eps_ptr up to about 2^-20 relative.
+
 Indices follow the paper (1-based): S is d x m with every row sorted, S_{j,k} = S[j, k-1].
 The region of approximate Tukey depth >= i is the box prod_j [S_{j,i}, S_{j,m-i+1}] with volume
 V_i (i = 1..m/2); the region of depth exactly i has volume W_i = V_i - V_{i+1} (V_{m/2+1} = 0).
@@ -11,7 +19,7 @@ fixed: V_{<j,i+1}) so that the depth mechanism and the point sampler use the sam
 W_i stays accurate when V_{i+1} is close to V_i.
 
 Privacy (Thm 3.10, add/remove one row): a row lives in exactly one of the m subsets, so a
-neighbour changes one model. PTRCheck with eps/2 releases k + Lap(2/eps), k the 1-sensitive
+neighbour changes one model. PTRCheck with eps/2 releases k + (exact) Lap(2/eps), k the 1-sensitive
 distance bound of Lemma 3.6 with delta_tilde = delta / (8 e^{eps/2}); if it passes, the restricted
 exponential mechanism with eps/2 samples a depth in {m/4, ..., m/2} with P[i] ~ W_i exp(eps/2 * i / 2)
 (Algorithm 3's weights) and a uniform point of exactly that depth (Algorithm 4). Total (eps, delta)-DP.
@@ -42,7 +50,10 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import logsumexp
 
+from marginals.lattice import lattice_laplace
 from marginals.randomness import RandomSource
+
+PTR_BITS = 20  # the PTR distance is noised in units of 2^-20 (see the module docstring)
 
 
 def partition_models(X: np.ndarray, y: np.ndarray, n_models: int, rng: RandomSource) -> np.ndarray:
@@ -230,6 +241,14 @@ def ptr_threshold(epsilon_ptr: float, delta: float) -> float:
     return math.log(1.0 / (2.0 * delta)) / epsilon_ptr
 
 
+def ptr_noisy_distance(distance: int, epsilon_ptr: float, delta: float, rng: RandomSource) -> tuple[float, float]:
+    """(noisy distance, pass threshold) of the exact PTR test: pass iff noisy >= threshold (see the docstring)."""
+    noisy, t = lattice_laplace(rng, np.array([int(distance)]), epsilon_ptr, PTR_BITS)
+    a = math.exp(-1.0 / t)
+    m = math.ceil(t * (math.log(1.0 / delta) - math.log1p(a))) + 1
+    return float(noisy[0]) / 2**PTR_BITS, m / 2**PTR_BITS
+
+
 def tukey_em(
     X: np.ndarray,
     y: np.ndarray,
@@ -257,8 +276,7 @@ def tukey_em(
     eps_half = epsilon / 2
     log_vol = log_volumes(S)
     distance = ptr_distance(log_vol, eps_half, delta / (8 * math.exp(eps_half)), t)
-    noisy = distance + rng.laplace(0.0, 1.0 / eps_half)
-    threshold = ptr_threshold(eps_half, delta)
+    noisy, threshold = ptr_noisy_distance(distance, eps_half, delta, rng)
     if noisy < threshold:
         return TukeyResult(None, False, float(noisy), threshold, m)
     weights = depth_log_weights(log_exact_volumes(S), t, eps_half, monotone)

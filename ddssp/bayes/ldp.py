@@ -11,6 +11,12 @@
   with the Laplace density plus the Gaussian-Laplace convolution over [a, b], written here in log
   space (log_ndtr differences and logsumexp: the printed exp((eps sigma)^2 / (2 (b-a)^2)) times an
   erf difference overflows). Eq. 24 writes the CDF where the pdf is meant (erratum).
+  Exact noise (`laplace_release`): the clipped value is snapped to the lattice a + gamma Z with
+  gamma = (b - a) / 2^20, its integer coordinate F = rint((x - a) / gamma) clipped to [0, 2^20] (so
+  any two users differ by at most 2^20 units: the rounding cannot add sensitivity), and F + Y is
+  released with Y discrete Laplace, P(y) ~ exp(-|y| / t), t = ceil(2^20 / eps): (2^20 / t) <= eps
+  LDP with no float noise (`marginals.lattice`). The likelihood above models it as clip(x) +
+  Laplace((b - a) / eps): the lattice and the scale differ from that by at most 2^-20 relative.
 - The sufficient-statistics LDP regression models are `release.local_ssp` + `posterior.NoiseAwareGLM`
   (aggregate noise N Sigma_*).
 
@@ -27,7 +33,11 @@ import numpy as np
 from scipy.special import log_ndtr as _np_log_ndtr
 from scipy.special import logsumexp as _np_logsumexp
 
+from marginals.exact import discrete_laplace
+from marginals.lattice import laplace_scale
 from marginals.randomness import RandomSource, noise_source
+
+LDP_BITS = 20  # laplace_release's lattice: 2^20 steps across [a, b]
 
 
 def _ops(xp: Any) -> tuple[Any, Any]:
@@ -116,10 +126,15 @@ def oue_posterior(reports: np.ndarray, epsilon: float, num_samples: int = 500, n
 
 
 def laplace_release(x: np.ndarray, a: float, b: float, epsilon: float, random_state: int | RandomSource | None = None) -> np.ndarray:
-    """clip(x, a, b) + Laplace((b - a) / eps) per value: epsilon-LDP."""
+    """clip(x, a, b) + exact discrete Laplace of scale about (b - a) / eps on a 2^-20 (b - a) lattice: epsilon-LDP."""
     rng = noise_source(random_state, "random_state")
+    if not (b > a and math.isfinite(a) and math.isfinite(b)):
+        raise ValueError(f"laplace_release needs finite a < b, got [{a}, {b}]")
     x = np.clip(np.asarray(x, dtype=np.float64), a, b)
-    return x + rng.laplace(0.0, (b - a) / epsilon, size=x.shape)
+    gamma = (b - a) / 2**LDP_BITS
+    units = np.clip(np.rint((x - a) / gamma), 0, 2**LDP_BITS).astype(np.int64)
+    noise = discrete_laplace(rng, laplace_scale(2**LDP_BITS, epsilon), units.size).reshape(units.shape)
+    return a + gamma * (units + noise).astype(np.float64)
 
 
 def _log_ndtr_diff(u: Any, v: Any, xp: Any) -> Any:

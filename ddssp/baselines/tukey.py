@@ -23,6 +23,9 @@ neighbour changes one model. PTRCheck with eps/2 releases k + (exact) Lap(2/eps)
 distance bound of Lemma 3.6 with delta_tilde = delta / (8 e^{eps/2}); if it passes, the restricted
 exponential mechanism with eps/2 samples a depth in {m/4, ..., m/2} with P[i] ~ W_i exp(eps/2 * i / 2)
 (Algorithm 3's weights) and a uniform point of exactly that depth (Algorithm 4). Total (eps, delta)-DP.
+The depth is drawn exactly (`marginals.exact.exponential_choice`, run at eps/2 - EM_ROUNDING for its
+2^-40 rounding of log-weights), not by float racing; the point inside the chosen region is a
+continuous draw (uniform floats), as in the paper.
 
 Why Algorithm 3's weights and not the monotone exp(eps/2 * i) of section 3.3.1: dropping the factor
 2 of the exponential mechanism needs a score that only grows from D to D + row, which holds when a
@@ -50,6 +53,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import logsumexp
 
+from marginals.exact import EM_ROUNDING, exponential_choice
 from marginals.lattice import lattice_laplace
 from marginals.randomness import RandomSource
 
@@ -279,7 +283,10 @@ def tukey_em(
     noisy, threshold = ptr_noisy_distance(distance, eps_half, delta, rng)
     if noisy < threshold:
         return TukeyResult(None, False, float(noisy), threshold, m)
-    weights = depth_log_weights(log_exact_volumes(S), t, eps_half, monotone)
-    depth = t + racing_sample(weights, rng)
+    weights = depth_log_weights(log_exact_volumes(S), t, eps_half - EM_ROUNDING, monotone)
+    possible = np.flatnonzero(np.isfinite(weights))  # depths of empty regions have probability exactly 0
+    if not possible.size:
+        raise ValueError("TukeyEM: every depth region of the restricted range is empty")
+    depth = t + int(possible[exponential_choice(rng, weights[possible])])
     coef = sample_point_with_depth(S, depth, rng)
     return TukeyResult(coef, True, float(noisy), threshold, m)

@@ -100,9 +100,9 @@ from benchmarks.dp_audit_stats import (  # noqa: F401  (re-exported: the audit's
 #: runs per side (N on D and N on D') of each audit; half calibrate the threshold, half evaluate.
 CONFIGS = {
     "small": {
-        "discrete_gaussian": 100_000, "exponential": 3_000, "adassp": 2_000,
-        "objpert_fits": 300, "objpert_exact": 1_000_000,
-        "spec_inference": 200, "tukeyem": 4_000, "pmt": 10_000,
+        "discrete_gaussian": 100_000, "exponential": 3_000, "adassp": 1_500,
+        "objpert_fits": 300, "objpert_exact": 500_000,
+        "spec_inference": 200, "tukeyem": 3_000, "pmt": 3_000,
     },
     "default": {
         "discrete_gaussian": 1_000_000, "exponential": 20_000, "adassp": 8_000,

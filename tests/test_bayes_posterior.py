@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import pytest
 
+from ddssp.base import released_attributes
 from ddssp.bayes.release import clip_rows, exact_statistics, gaussian_ssp, local_ssp
 from marginals.randomness import InsecureRandom
 
@@ -53,6 +54,11 @@ def test_logistic_posterior_has_the_right_signs(numpyro):
     assert np.all(post.rhat_ < 1.1) and post.converged_
     ci = post.conf_int(0.1)
     assert np.all(ci[:, 0] < post.coef_) and np.all(post.coef_ < ci[:, 1])
+    # issue 23: a fitted posterior holds only its hyperparameters and allow-listed released values
+    # (tests/test_ddssp_released_attributes.py does the same for every other estimator)
+    allowed = set(released_attributes(post))
+    assert set(vars(post)) - allowed - set(post.get_params()) == set(), sorted(set(vars(post)) - allowed)
+    assert allowed <= set(vars(post))
 
 
 @pytest.mark.slow

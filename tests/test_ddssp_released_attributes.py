@@ -96,7 +96,9 @@ def test_fitted_estimators_hold_only_released_attributes(release):
             est.fit(data)
             assert not unreleased(est), (type(est).__name__, sorted(unreleased(est)))
             seen.setdefault(type(est), set()).update(set(vars(est)) - set(est.get_params()))
-    assert set(seen) == estimator_classes() - {NoiseAwareGLM}  # a new estimator class needs a row above
+    # a new estimator class needs a row above; NoiseAwareGLM (NUTS, slow) is walked in
+    # tests/test_bayes_posterior.py::test_logistic_posterior_has_the_right_signs
+    assert set(seen) == estimator_classes() - {NoiseAwareGLM}
     for cls, names in seen.items():
         missing = set(released_attributes(cls.__new__(cls))) - names
         assert not missing, (cls.__name__, sorted(missing))  # every allow-listed attribute occurs
@@ -113,17 +115,3 @@ def test_the_removed_private_values_stay_removed(release):
         assert not any("distance" == k or "clipped" in k for k in vars(est)), sorted(vars(est))
 
 
-@pytest.mark.slow
-def test_noise_aware_glm_holds_only_released_attributes():
-    pytest.importorskip("numpyro")
-    from ddssp.bayes.release import gaussian_ssp
-
-    rs = np.random.default_rng(0)
-    X = rs.standard_normal((500, 2)) / 2
-    y = np.where(rs.random(500) < 0.5, 1.0, -1.0)
-    stats = gaussian_ssp(X, y, "logistic", 5.0, 1e-5, random_state=seed(0))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        post = NoiseAwareGLM(num_samples=50, num_warmup=50, num_chains=2, random_state=0).fit(stats)
-    assert not unreleased(post), sorted(unreleased(post))
-    assert set(released_attributes(post)) <= set(vars(post))

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite (slow statistical tests included; add -m "not slow" to skip them locally).
+# The whole test suite (slow statistical tests included; add -m "not slow" to skip them locally),
+# on every core (pytest-xdist; PYTEST_WORKERS=0 runs it in this one process).
 set -euo pipefail
 source "$(dirname "$0")/_venv.sh"
 cd "$root"
-exec "$venv/bin/python" -m pytest "$@"
+exec "$venv/bin/python" -m pytest -n "${PYTEST_WORKERS:-auto}" "$@"

@@ -60,13 +60,14 @@ def fmt_number(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else format(float(x), ".12g")
 
 
-def private_detail(mask: np.ndarray, s: pd.Series, show: bool) -> str:
-    """What a message may add about the rows ``mask`` flags: nothing by default (messages name the
-    column, the file and the rule, never a private value or count); with ``show`` (the data
-    holder's debug option) the count and the first value with its row."""
-    if not show:
-        return ""
-    return f" [private, shown on request: {int(mask.sum())} row(s), {_example(mask, s.to_numpy(), s.index)}]"
+def rule_error(head: str, tail: str, mask: np.ndarray, s: pd.Series, show: bool) -> DataError:
+    """A spec rule's `DataError`: ``head`` and ``tail`` name the column and the rule, never a private
+    value or count (issue 23); the count and the first flagged value with its row go to ``.detail``
+    (printed by ``--show-private-values``) and, with ``show`` (the data holder's option), into the
+    message as well."""
+    detail = f"{int(mask.sum())} row(s), {_example(mask, s.to_numpy(), s.index)}"
+    shown = f" [private, shown on request: {detail}]" if show else ""
+    return DataError(f"{head}{shown}{tail}", detail=f"{head}: {detail}")
 
 
 def _number(spec: Mapping, key: str, where: str) -> float:
@@ -131,11 +132,9 @@ class Column:
             vals = key_numbers(np.where(missing, None, keys))
             bad = np.isnan(vals) & ~missing
             if bad.any() and not self.text_is_missing:
-                raise DataError(
-                    f"column {self.name!r}: non-numeric text, under the rule \"non_numeric\": \"error\""
-                    f"{private_detail(bad, s, show)}; list such values in \"missing_markers\" if they mean missing "
-                    "(or set \"non_numeric\": \"missing\")"
-                )
+                raise rule_error(f"column {self.name!r}: non-numeric text, under the rule \"non_numeric\": \"error\"",
+                                 "; list such values in \"missing_markers\" if they mean missing (or set "
+                                 "\"non_numeric\": \"missing\")", bad, s, show)  # fmt: skip
             missing |= bad
             codes, counts = self._bin(vals, missing)
         else:
@@ -144,11 +143,10 @@ class Column:
             dropped |= missing
         elif missing.any():
             if self.missing_code is None:
-                raise DataError(
-                    f"column {self.name!r}: missing value(s) (blank, NA/NaN/None or markers {list(self.markers)}), "
-                    f"under the rule \"missing\": \"error\"{private_detail(missing, s, show)}; set \"missing\": "
-                    "\"level\" (or \"drop\") in the spec to give them their own level (or leave their rows out)"
-                )
+                raise rule_error(f"column {self.name!r}: missing value(s) (blank, NA/NaN/None or markers "
+                                 f"{list(self.markers)}), under the rule \"missing\": \"error\"",
+                                 "; set \"missing\": \"level\" (or \"drop\") in the spec to give them their own level "
+                                 "(or leave their rows out)", missing, s, show)  # fmt: skip
             codes[missing] = self.missing_code
         codes[dropped] = 0
         counts["missing"] = int(missing.sum())
@@ -160,11 +158,9 @@ class Column:
         unseen = (codes < 0) & ~missing
         if unseen.any() and not self.drop_unseen:
             if self.other_code is None:
-                raise DataError(
-                    f"column {self.name!r}: value(s) outside the {len(self.values)} public categories, under the "
-                    f"rule \"unseen\": \"error\"{private_detail(unseen, s, show)}; add them to \"categories\" or "
-                    "\"aliases\", or set \"unseen\": \"other\" (or \"drop\")"
-                )
+                raise rule_error(f"column {self.name!r}: value(s) outside the {len(self.values)} public categories, "
+                                 "under the rule \"unseen\": \"error\"", "; add them to \"categories\" or \"aliases\", "
+                                 "or set \"unseen\": \"other\" (or \"drop\")", unseen, s, show)  # fmt: skip
             codes[unseen] = self.other_code
         return codes, {"other": int(unseen.sum())}, unseen if self.drop_unseen else np.zeros(len(keys), dtype=bool)
 

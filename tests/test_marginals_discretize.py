@@ -111,6 +111,7 @@ def test_unseen_values_raise_naming_column_and_rule_not_the_value():
                                         r"\"unseen\": \"error\"; add them") as err:
         d.transform(df)
     assert "zz" not in str(err.value) and "2 row" not in str(err.value)
+    assert err.value.detail.endswith(": 2 row(s), e.g. 'zz' at row 1")  # for --show-private-values
     with pytest.raises(DataError, match=r"\[private, shown on request: 2 row\(s\), e\.g\. 'zz' at row 1\]"):
         d.transform(df, show_private_values=True)
 

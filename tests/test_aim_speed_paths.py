@@ -16,7 +16,7 @@ import pytest
 import aim.mechanism as mech
 import pgm.queries
 from aim import AIM, all_k_way, candidates, normalize_workload
-from marginals.data import demo_dataset, load_bundled
+from marginals.data import data_dir, demo_dataset, load_bundled
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_aim_size_filter import reference_filter  # noqa: E402
@@ -58,6 +58,7 @@ def test_seeded_run_unchanged_on_pairs_and_triples(seed):
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(data_dir() is None, reason="the development data folder ../shared/data is absent")
 @pytest.mark.parametrize("epsilon", [1.0, 4.0])
 def test_seeded_run_unchanged_on_adult(epsilon):
     data = load_bundled("adult")

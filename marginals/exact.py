@@ -166,20 +166,27 @@ def discrete_gaussian(source: RandomSource, variance: Fraction, size: int) -> np
     den = 2 * p * q * t * t
     if den > _INT64_SAFE:  # sigma beyond ~2^15 or below ~2^-10: exact Python integers throughout
         return np.array([discrete_gaussian_scalar(source, variance) for _ in range(size)], dtype=np.int64)
+    return gaussian_by_rejection(source, t, t * q, p, den, size)
+
+
+def gaussian_by_rejection(source: RandomSource, t: int, a: int, b: int, den: int, size: int) -> np.ndarray:
+    """CKS Algorithm 3's loop: discrete Laplace(t) proposals y, each kept with probability
+    exp(-(a |y| - b)^2 / den) (integers, den <= 2^62); ``size`` accepted draws in draw order.
+    `discrete_gaussian` (variance p/q: a = t q, b = p, den = 2 p q t^2) and
+    `marginals.lattice.discrete_gaussian_tc` (variance t c: a = 1, b = c, den = 2 t c) share it."""
     out = np.empty(size, dtype=np.int64)
     filled = 0
-    tq = t * q
     while filled < size:
         y = discrete_laplace(source, t, 2 * (size - filled) + 8)  # surplus proposals: fewer passes
         mag = np.abs(y)
-        if int(mag.max(initial=0)) * tq + p < 3_000_000_000:  # |m| < 3e9: m^2 fits in int64
-            m = mag * np.int64(tq) - np.int64(p)
+        if int(mag.max(initial=0)) * a + b < 3_000_000_000:  # |m| < 3e9: m^2 fits in int64
+            m = mag * np.int64(a) - np.int64(b)
             sq = m * m
             whole, num = sq // den, sq % den
-        else:  # far tail: the square leaves int64, so form it with Python integers
-            sq = (mag.astype(object) * tq - p) ** 2
-            whole = np.array([int(v) // den for v in sq], dtype=np.int64)
-            num = np.array([int(v) % den for v in sq], dtype=np.int64)
+        else:  # far tail: the square leaves int64, so form it with Python integers (whole capped: exp(-2^62) ~ 0)
+            sq = [(int(v) * a - b) ** 2 for v in mag]
+            whole = np.array([min(v // den, 2**62) for v in sq], dtype=np.int64)
+            num = np.array([v % den for v in sq], dtype=np.int64)
         accept = bernoulli_exp(source, whole, num, np.int64(den))
         filled = _accepted_into(out, filled, y[accept])
     return out

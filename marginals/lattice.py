@@ -42,7 +42,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .exact import bernoulli_exp, discrete_laplace
+from .exact import discrete_laplace, gaussian_by_rejection
 from .randomness import RandomSource
 
 #: Largest lattice standard deviation (in lattice units) the vectorized sampler accepts.
@@ -92,23 +92,7 @@ def discrete_gaussian_tc(source: RandomSource, t: int, c: int, size: int) -> np.
     den = 2 * t * c
     if den > 2**62 or t < 1 or c < 1:
         raise ValueError(f"discrete_gaussian_tc: need 1 <= t, c and 2 t c <= 2^62, got t={t}, c={c}")
-    out = np.empty(size, dtype=np.int64)
-    filled = 0
-    while filled < size:
-        y = discrete_laplace(source, t, 2 * (size - filled) + 8)
-        gap = np.abs(y) - np.int64(c)
-        if int(np.abs(gap).max(initial=0)) < 3_000_000_000:  # gap^2 fits in int64
-            sq = gap * gap
-            whole, num = sq // den, sq % den
-        else:  # far tail: exact Python integers
-            big = [int(v) ** 2 for v in gap]
-            whole = np.array([min(v // den, 2**62) for v in big], dtype=np.int64)
-            num = np.array([v % den for v in big], dtype=np.int64)
-        accept = bernoulli_exp(source, whole, num, np.int64(den))
-        take = y[accept][: size - filled]
-        out[filled : filled + take.size] = take
-        filled += take.size
-    return out
+    return gaussian_by_rejection(source, t, 1, c, den, size)
 
 
 def _round_up(value: Fraction) -> float:

@@ -3,8 +3,8 @@
     release, synthetic = synthesize(pd.read_csv("raw.csv"), epsilon=1.0)
 
 The spec that turns raw values into codes is public by construction: either given (``spec``),
-or drafted from a public ``schema`` (`marginals.spec_public`) with whatever it leaves open
-inferred from the rows under DP (`marginals.spec_infer`), charged to the same ledger as AIM.
+or drafted from a public ``schema`` (`marginals.spec.public`) with whatever it leaves open
+inferred from the rows under DP (`marginals.spec.infer`), charged to the same ledger as AIM.
 
 Budget. The user's (epsilon, delta) is split once, before any row is read:
 
@@ -14,7 +14,7 @@ Budget. The user's (epsilon, delta) is split once, before any row is read:
   of it; AIM runs at the epsilon of what is left (rounded down), so its charges fit;
 - the release's ledger holds the spec's charges (labels ``spec <column>: ...``) followed by AIM's,
   and the run asserts they stay within rho. By approximate-zCDP composition (see
-  `marginals.spec_infer`) the release is (epsilon, delta)-DP.
+  `marginals.spec.infer`) the release is (epsilon, delta)-DP.
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from marginals.discretize import Discretizer
+from marginals.spec.discretize import Discretizer
 from marginals.privacy import BUDGET_RTOL, Accountant, cdp_eps, cdp_rho, check_delta
 from marginals.randomness import check_seed
-from marginals.spec_infer import infer_spec
-from marginals.spec_public import DEFAULT_BINS, draft_spec, spec_gaps
+from marginals.spec.infer import infer_spec
+from marginals.spec.public import DEFAULT_BINS, draft_spec, spec_gaps
 
 from .mechanism import AIM
 from .release import Release

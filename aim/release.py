@@ -32,8 +32,9 @@ import numpy as np
 import pandas as pd
 
 from marginals.dataset import Dataset
-from marginals.discretize import Discretizer
-from marginals.domain import Domain, write_bytes_atomic
+from marginals.spec.discretize import Discretizer
+from marginals.domain import Domain
+from marginals.files import write_bytes_atomic
 from marginals.measurement import Measurement
 from marginals.privacy import Accountant
 from marginals.randomness import SamplingSeed, sampling_rng
@@ -228,9 +229,9 @@ class Release:
     def report(self, path: str | os.PathLike, data: Dataset | pd.DataFrame | None = None, *,
                synthetic: Dataset | pd.DataFrame | None = None, labels: Callable[[str], Sequence[str] | None] | None = None,
                png_dir: str | os.PathLike | bool = True, title: str | None = None, worst: int = 6) -> Path:
-        """Write the one-file HTML quality report (and its PNGs); see `aim.report.write_report`.
+        """Write the one-file HTML quality report (and its PNGs); see `aim.report.build.write_report`.
         ``data`` (the private rows) adds a NON-PRIVATE diagnostic: do not publish that report."""
-        from .report import write_report  # loaded only when a report is written (its plots need an extra)
+        from .report.build import write_report  # loaded only when a report is written (its plots need an extra)
 
         return write_report(self, path, data, synthetic=synthetic, labels=labels, png_dir=png_dir, title=title,
                             worst=worst)

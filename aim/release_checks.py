@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from marginals.discretize import Discretizer
+from marginals.spec.discretize import Discretizer
 from marginals.domain import Domain
 from marginals.privacy import Accountant, BudgetExceeded, cdp_rho
 from pgm.junction_tree import model_size_mb

@@ -90,7 +90,7 @@ def load_rows(name: str, split: str):
     table mbi's reference run used; 2% more rows lower the error by about 2%)."""
     import pandas as pd
 
-    from marginals.data import load_bundled
+    from benchmarks.data import load_bundled
     from marginals.dataset import Dataset
 
     if split == "train":

@@ -79,7 +79,7 @@ def load_table(name: str, seed: int):
 
     spec = CONFIGS[name]
     if "bundled" in spec:
-        from marginals.data import load_bundled
+        from benchmarks.data import load_bundled
 
         return load_bundled(spec["bundled"])
     path = CACHE / f"bn-a{spec['attrs']}-n{spec['rows']}-s{seed}.npz"
@@ -164,7 +164,7 @@ def run_one(job: dict) -> dict:
 
 
 def _pgm_threads() -> int:
-    """Threads the checkout's belief propagation uses for large tables (1 before `pgm.threads`)."""
+    """Threads the checkout's belief propagation uses for large tables (1 before `pgm.kernels.threads`)."""
     import pgm.inference
 
     threads = getattr(pgm.inference, "threads", None)  # the checkout's own, not an installed copy

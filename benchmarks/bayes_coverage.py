@@ -40,8 +40,8 @@ from ddssp import DDSSPLinearRegression  # noqa: E402
 from ddssp.bayes.intervals import KINDS, bootstrap_coefficients  # noqa: E402
 from ddssp.statistics import uncovered_pairs  # noqa: E402
 from marginals import Dataset  # noqa: E402
-from marginals.data import load_bundled  # noqa: E402
-from marginals.domain import AtomicOutputs, write_text_atomic  # noqa: E402
+from benchmarks.data import load_bundled  # noqa: E402
+from marginals.files import AtomicOutputs, write_text_atomic  # noqa: E402
 from marginals.randomness import InsecureSeedWarning  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -29,8 +29,8 @@ from ddssp.baselines.public import fit_encoded
 from ddssp.bayes.posterior import NoiseAwareGLM
 from ddssp.bayes.release import clip_rows, gaussian_ssp
 from marginals import Dataset
-from marginals.data import load_bundled
-from marginals.domain import AtomicOutputs, write_text_atomic
+from benchmarks.data import load_bundled
+from marginals.files import AtomicOutputs, write_text_atomic
 from marginals.randomness import InsecureRandom
 
 from .harness import in_fresh_processes

@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from marginals import DaskDataset, Dataset, Domain
-from marginals.data import data_dir
+from benchmarks.data import data_dir
 
 from .harness import ROOT, adult_or_demo, data_source_name, machine_info, one_and_two_way, peak_rss_mb, run_json
 

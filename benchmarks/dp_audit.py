@@ -48,7 +48,7 @@ Audits (neighbours chosen to be worst-case-ish for the statistic):
   Delta = regularization_ read off a real fit, count the events through that identity
   (`ddssp.solvers.logistic_loss` for grad L_D). This audits the calibration assuming exact
   minimisation (the mechanism's own premise), not the solver.
-- ``raw CSV -> DP spec (keys)`` (`benchmarks.dp_audit_spec`): `marginals.spec_infer.infer_spec` on
+- ``raw CSV -> DP spec (keys)`` (`benchmarks.dp_audit_spec`): `marginals.spec.infer.infer_spec` on
   two CSV files read as the CLI reads them, D and D plus issue 23's type-breaking row; T = how
   many category keys of a reference run on D are released. Claim: the spec's (eps, delta).
   Broken: the pre-fix path (pandas type inference, keys as ``str`` of the parsed value).
@@ -64,7 +64,7 @@ The statistics live in `benchmarks.dp_audit_stats`.
 
 Usage: python -m benchmarks.dp_audit [--small] [--seed S] [--confidence 0.95] [--json]
 Without ``--seed`` the noise comes from `marginals.SecureRandom`; with it, from a seeded
-`marginals.InsecureRandom` (reproducible). ``--small`` is the CI configuration (tests/test_dp_audit.py).
+`marginals.InsecureRandom` (reproducible). ``--small`` is the CI configuration (tests/test_benchmarks_dp_audit.py).
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ move, and with the cross moment near 0 its noise only rescales coef. T = coef: i
 release alone, (mu / sqrt(2))^2/2-zCDP, so the bound stays below cdp_eps of that < claim.
 Claim: (epsilon, delta), with mu = sqrt(2 cdp_rho(epsilon, delta)) as the estimator. Broken: the fit run at 4 mu (noise / 4)
 claiming the original (epsilon, delta). `pmt_audit_arrays` fits the estimator once for its
-encoding; tests/test_dp_audit.py checks that `pmt_ridge` on those arrays replays the estimator.
+encoding; tests/test_benchmarks_dp_audit.py checks that `pmt_ridge` on those arrays replays the estimator.
 """
 
 from __future__ import annotations

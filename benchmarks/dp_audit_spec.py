@@ -1,7 +1,7 @@
 """The raw-path audit of `benchmarks.dp_audit`: DP spec inference on neighbouring CSV files.
 
 ``synth --data raw.csv`` without a spec reads the file (`marginals.dataset.read_csv_file`, as the
-CLI does) and infers the spec under DP (`marginals.spec_infer.infer_spec`). Its privacy argument
+CLI does) and infers the spec under DP (`marginals.spec.infer.infer_spec`). Its privacy argument
 needs every cell's category key to depend on that cell alone: then D and D + one row share the
 keys of their shared rows, and only noisy counts tell them apart.
 
@@ -21,7 +21,7 @@ thresholded category histograms (as `aim.raw.synthesize` splits it): (eps, delta
 Broken control: the behaviour before the fix, reproduced here. The file is read with pandas'
 default type inference (``pd.read_csv(path)``: flag and rating parse as booleans and floats on
 D, as text on D') and every key goes through `old_series_keys` (``str`` of the pandas-parsed
-value), patched in for `marginals.spec_columns.series_keys` wherever it is bound (`old_keying`).
+value), patched in for `marginals.spec.columns.series_keys` wherever it is bound (`old_keying`).
 D then releases 'True'/'False' and '2.5'/'3.5'/'4.5', D' 'true'/'false' and '2.50'/...: T
 differs deterministically, and the bound is as large as the number of runs allows.
 """
@@ -41,7 +41,7 @@ import pandas as pd
 from marginals import Accountant, cdp_eps, cdp_rho
 from marginals.dataset import read_csv_file
 from marginals.randomness import RandomSource
-from marginals.spec_infer import SpecInferenceWarning, infer_spec
+from marginals.spec.infer import SpecInferenceWarning, infer_spec
 
 from benchmarks.dp_audit_stats import audit_samples
 
@@ -72,9 +72,9 @@ def old_series_keys(s: pd.Series) -> np.ndarray:
 
 @contextmanager
 def old_keying() -> Iterator[None]:
-    """`old_series_keys` in place of `marginals.spec_columns.series_keys`, in that module and in
+    """`old_series_keys` in place of `marginals.spec.columns.series_keys`, in that module and in
     every loaded module of `PATCHED_PACKAGES` that imported it by name; restored on exit."""
-    import marginals.spec_columns as spec_columns
+    import marginals.spec.columns as spec_columns
 
     original = spec_columns.series_keys
     bound = [mod for name, mod in list(sys.modules.items())
@@ -101,7 +101,7 @@ def released_keys(table: pd.DataFrame, rho: float, threshold_delta: float, sourc
 def _read(path: Path, broken: bool) -> pd.DataFrame:
     if broken:
         return pd.read_csv(path)  # pandas' type inference across all rows (the old path)
-    return read_csv_file(path, text=True, skipinitialspace=True)  # as `ddssp.cli_spec.synth_raw` reads --data
+    return read_csv_file(path, text=True, skipinitialspace=True)  # as `ddssp.cli.spec.synth_raw` reads --data
 
 
 def audit_spec_inference(runs: int, broken: bool, source: RandomSource, confidence: float,

@@ -133,21 +133,22 @@ def repeat_timed(fn: Callable, repeat: int) -> tuple[list[float], Any]:
 def load_split(dataset: str, n_train: int | None = None):
     """(train: the first ``n_train`` rows of the bundled ``train.csv`` as a Dataset, test: the
     bundled ``test.csv`` as a DataFrame of codes)."""
-    from marginals.data import load_bundled
+    from benchmarks.data import load_bundled
 
     return load_bundled(dataset, "train", limit=n_train), load_bundled(dataset, "test").to_df()
 
 
 def adult_or_demo():
     """The bundled adult train table, or the generated demo table when the data folder is absent."""
-    from marginals.data import data_dir, demo_dataset, load_bundled
+    from marginals.datasets import demo_dataset
+    from benchmarks.data import data_dir, load_bundled
 
     return load_bundled("adult") if data_dir() is not None else demo_dataset()
 
 
 def data_source_name() -> str:
     """Which table `adult_or_demo` returns."""
-    from marginals.data import data_dir
+    from benchmarks.data import data_dir
 
     return "adult" if data_dir() is not None else "demo (bundled data absent)"
 
@@ -207,7 +208,7 @@ def mean_se(df, keys: Sequence[str], value: str = "metric"):
 
 def write_text(path: Path, text: str) -> Path:
     """Write ``text`` atomically (temporary file, then rename); returns the path."""
-    from marginals.domain import write_text_atomic
+    from marginals.files import write_text_atomic
 
     write_text_atomic(path, text)
     return Path(path)
@@ -235,7 +236,7 @@ def pyplot():
 
 def save_figure(fig, path: Path, dpi: int = 110) -> Path:
     """Save a matplotlib figure as PNG atomically and close it; returns the path."""
-    from marginals.domain import write_bytes_atomic
+    from marginals.files import write_bytes_atomic
 
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi)

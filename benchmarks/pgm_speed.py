@@ -35,7 +35,7 @@ import numpy as np
 
 import pgm
 from marginals import Accountant, InsecureRandom, measure_counts
-from marginals.data import load_bundled
+from benchmarks.data import load_bundled
 
 from .harness import format_targets, one_and_two_way, run_json, target
 

@@ -6,7 +6,7 @@ spends no privacy of its own. AIM-Synth instead samples a synthetic table from t
 and fits ordinary (non-private) regression to it.
 
 Example:
-    >>> from marginals.data import demo_dataset
+    >>> from marginals.datasets import demo_dataset
     >>> data = demo_dataset(2000)
     >>> model = DDSSPLinearRegression(target="income").fit(data)
     >>> model.predict(data.to_df()).shape

@@ -4,7 +4,7 @@ mechanisms, the measurement record they publish, the `MarginalSource` contract, 
 discretization specs (public drafts, or completed from the rows under DP)."""
 
 from .dataset import DataError, Dataset
-from .discretize import Discretizer
+from .spec.discretize import Discretizer
 from .distributed import DaskDataset  # imports dask only when a DaskDataset is built
 from .domain import Domain
 from .gdp import gdp_compose, gdp_delta, gdp_eps, gdp_mu
@@ -13,8 +13,8 @@ from .mechanisms import exponential_mechanism, gaussian_measure, measure_counts,
 from .privacy import Accountant, BudgetExceeded, Charge, cdp_delta, cdp_eps, cdp_rho, check_epsilon_delta
 from .source import MarginalSource, MeasuredSource, ModelSource, RowSource, as_marginal_source, implements
 from .randomness import InsecureRandom, InsecureSeedWarning, RandomSource, SecureRandom, noise_source, sampling_rng
-from .spec_infer import SpecInferenceWarning, infer_spec
-from .spec_public import draft_spec, spec_gaps
+from .spec.infer import SpecInferenceWarning, infer_spec
+from .spec.public import draft_spec, spec_gaps
 
 __all__ = [
     "Accountant",

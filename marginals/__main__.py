@@ -1,4 +1,4 @@
-"""``python -m marginals``: load a data set, compute all 1- and 2-way marginals, measure them
+"""``python -m marginals``: load the shipped Adult table (or the generated demo table), compute all 1- and 2-way marginals, measure them
 with the Gaussian mechanism under an (epsilon, delta) budget and print a summary and the ledger."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from .data import data_dir, demo_dataset, load_bundled
+from .datasets import demo_dataset, load_adult
 from .mechanisms import measure_counts
 from .privacy import Accountant
 from .randomness import noise_source
@@ -18,18 +18,15 @@ from .randomness import noise_source
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m marginals", description=__doc__)
-    parser.add_argument("--dataset", default="adult", help="bundled data set name (default: adult)")
+    parser.add_argument("--dataset", choices=["adult", "demo"], default="adult",
+                        help="the shipped Adult table (default) or the generated demo table")
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--delta", type=float, default=1e-9)
     parser.add_argument("--insecure-seed", type=int, default=None,
                         help="tests only: seed the noise (replayable, not private); default: the OS's secure source")
     args = parser.parse_args(argv)
 
-    if data_dir() is None:
-        print("note: ../shared/data is absent; using the built-in deterministic demo table instead")
-        data, name = demo_dataset(), "demo"
-    else:
-        data, name = load_bundled(args.dataset), args.dataset
+    data, name = (load_adult(), "adult") if args.dataset == "adult" else (demo_dataset(), "demo")
     domain = data.domain
     cliques = [(a,) for a in domain.attrs] + list(itertools.combinations(domain.attrs, 2))
     start = time.perf_counter()

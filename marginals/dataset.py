@@ -13,7 +13,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from .domain import Domain
+from .domain import Domain, code_dtype
 from .tables import count_tables
 
 
@@ -27,14 +27,6 @@ class DataError(ValueError):
     def __init__(self, message: str, detail: str | None = None) -> None:
         super().__init__(message)
         self.detail = detail
-
-
-def code_dtype(levels: int) -> np.dtype:
-    """The smallest unsigned integer dtype that holds the codes 0 .. levels-1."""
-    for dt in (np.uint8, np.uint16, np.uint32):
-        if levels - 1 <= np.iinfo(dt).max:
-            return np.dtype(dt)
-    return np.dtype(np.uint64)
 
 
 def _example(mask: np.ndarray, values: np.ndarray, index: pd.Index) -> str:

@@ -5,7 +5,8 @@ Repository, 1996, https://doi.org/10.24432/C5XW20, CC BY 4.0): 47,842 training a
 of integer codes over a public 15-column domain. The files (gzip CSV + ``domain.json``, about
 285 KB, cited in ``marginals/data_files/adult/README.md``) are read through `importlib.resources`,
 so the loaders work the same from a source checkout, an editable install and an installed wheel.
-The team's larger data sets (``../shared/data``, `marginals.data`) are for development and benchmarks.
+`demo_dataset` generates a small deterministic table with real dependencies. The team's larger
+data sets (``../shared/data``, `benchmarks.data`) are for development and benchmarks.
 """
 
 from __future__ import annotations
@@ -81,3 +82,38 @@ def load_adult(
 
 #: the shipped data sets by name (``dp-marginals synth --dataset NAME`` runs on the train split).
 DATASETS = {"adult": load_adult}
+
+
+def demo_domain() -> Domain:
+    """The fixed schema of the demo table."""
+    return Domain(
+        ("age", "education", "hours", "sector", "married", "children", "region", "income"),
+        (8, 6, 5, 4, 2, 4, 7, 2),
+    )
+
+
+def demo_dataset(n: int = 20_000, seed: int = 0) -> Dataset:
+    """A deterministic table with real dependencies (a random Bayesian network over the demo domain)."""
+    domain = demo_domain()
+    rng = np.random.default_rng(seed)
+    parents = {  # each attribute depends on up to two earlier ones
+        "education": ("age",),
+        "hours": ("age", "education"),
+        "sector": ("education",),
+        "married": ("age",),
+        "children": ("married", "age"),
+        "region": ("sector",),
+        "income": ("education", "hours"),
+    }
+    cols: dict[str, np.ndarray] = {}
+    for attr, m in zip(domain.attrs, domain.shape):
+        pa = parents.get(attr, ())
+        n_groups = int(np.prod([domain[p] for p in pa])) if pa else 1
+        cpt = rng.dirichlet(np.full(m, 0.6), size=n_groups)  # one conditional distribution per parent state
+        group = np.zeros(n, dtype=np.int64)
+        for p in pa:
+            group = group * domain[p] + cols[p]
+        cdf = np.cumsum(cpt, axis=1)[group]
+        u = rng.random(n)[:, None]
+        cols[attr] = np.minimum((u > cdf).sum(axis=1), m - 1)
+    return Dataset(pd.DataFrame(cols), domain)

@@ -22,11 +22,11 @@ two-operand sum each; a root is normalised at read-out (its mass is the sum of a
 read-outs are rescaled, not the table). `propagate` returns a `Calibration`: the potential
 cliques' marginals at once, the node counts only when asked (`Calibration.beliefs` applies what
 is owed, once) — mirror descent asks for them once per fit, not per step. The passes over large
-tables run on every core (`pgm.threads`).
+tables run on every core (`pgm.kernels.threads`).
 
 Large nodes whose factors (merged summands, exponentiated) overlap little are not formed at all
 while propagating: their message up and their read-outs (with the owed factor) are contractions
-of the factors, a few BLAS matrix products (`pgm.factored`), chosen per node at compile time when
+of the factors, a few BLAS matrix products (`pgm.kernels.factored`), chosen per node at compile time when
 their estimated cost is below that of forming the table and reading it out. Their tables are
 formed only when `Calibration.beliefs` is asked for.
 
@@ -48,11 +48,11 @@ import numpy as np
 
 from marginals.domain import Domain
 
-from . import threads
+from .kernels import threads
 from .factor import logsumexp
-from .factored import FactorPlan, choose_reading
+from .kernels.factored import FactorPlan, choose_reading
 from .junction_tree import Clique, JunctionTree
-from .plans import AdditionPlan, MarginalPlan, reduce_axes, sum_out
+from .kernels.plans import AdditionPlan, MarginalPlan, reduce_axes, sum_out
 
 
 class TreeEngine:
@@ -105,7 +105,7 @@ class TreeEngine:
             self._down_shape[c] = [sizes[a] if a in sep else 1 for a in self.layouts[c]]
         self._cells = [domain.size(node) for node in tree.nodes]
         self._add_plans, self._marg_plans, self._up_axes = [], [], []
-        # Large nodes whose factors overlap little: contracted, never formed (`pgm.factored`).
+        # Large nodes whose factors overlap little: contracted, never formed (`pgm.kernels.factored`).
         self._factored: dict[int, tuple[AdditionPlan, FactorPlan | None, FactorPlan]] = {}
         for i, layout in enumerate(self.layouts):
             items = [tuple(a for a in layout if a in self.cliques[k]) for k in hosted[i]]

@@ -11,7 +11,7 @@ a batch of queries never re-runs belief propagation and shares the work along co
 Attributes in different components are independent: their tables are combined by outer product.
 A batch (`MarginalOracle.marginals`) first reads every subset that lies inside a node out of it
 through one shared plan, and answers the out-of-node subsets of one component together by
-splitting them at cheap separators (`pgm.split_queries`); only queries spanning several
+splitting them at cheap separators (`pgm.kernels.split_queries`); only queries spanning several
 components take the per-query path (per component, then an outer product).
 """
 
@@ -21,10 +21,10 @@ from typing import Sequence
 
 import numpy as np
 
-from . import contract as contraction
-from .split_queries import split_marginals
+from .kernels import contract as contraction
+from .kernels.split_queries import split_marginals
 from .junction_tree import Clique, JunctionTree
-from .plans import MarginalPlan, conditional, sum_out
+from .kernels.plans import MarginalPlan, conditional, sum_out
 
 
 #: the least cell budget of the parts a batch of out-of-node queries holds for reuse (see _split_outside)
@@ -114,7 +114,7 @@ class MarginalOracle:
 
     def _split_outside(self, wanted: list[frozenset[str]]) -> None:
         """Cache the out-of-node subsets of one component, split at cheap separators sharing their
-        parts (pgm.split_queries); of a subset spanning several components, its per-component
+        parts (pgm.kernels.split_queries); of a subset spanning several components, its per-component
         parts (which the per-query path then multiplies out)."""
         outside: dict[frozenset[str], None] = {}
         component = self._attr_component

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from marginals.dataset import code_dtype
+from marginals.domain import code_dtype
 from marginals.randomness import SamplingSeed, sampling_rng
 
 

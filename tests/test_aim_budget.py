@@ -12,7 +12,7 @@ import pytest
 from aim import AIM, plan_round, round_cost, round_scales, should_anneal
 from marginals import Accountant, Dataset, Domain, InsecureRandom, cdp_rho
 from marginals.mechanisms import exponential_mechanism, measure_counts
-from marginals.data import demo_dataset
+from marginals.datasets import demo_dataset
 
 RTOL = 1e-9
 

@@ -12,7 +12,7 @@ import pytest
 
 from aim import AIM, AIMConfig, Release
 from aim.config import ESTIMATOR_OPTIONS
-from marginals.data import demo_dataset
+from marginals.datasets import demo_dataset
 
 #: the configuration keys of a release file, format version 2 (what `aim.release` readers expect).
 VERSION_2_KEYS = {

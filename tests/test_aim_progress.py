@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from aim import AIM
-from marginals.data import demo_dataset
+from marginals.datasets import demo_dataset
 
 
 class FakeTerminal(io.StringIO):

@@ -15,7 +15,7 @@ import pytest
 
 import marginals.domain
 from aim import AIM, Release, ReleaseFormatError
-from marginals.data import demo_dataset
+from marginals.datasets import demo_dataset
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -170,7 +170,7 @@ def test_save_creates_missing_folders(tmp_path, release):
 SCRIPT = """
 import sys
 from aim import AIM
-from marginals.data import demo_dataset
+from marginals.datasets import demo_dataset
 
 data = demo_dataset(n=2000)
 # a Python set of string tuples: its iteration order depends on PYTHONHASHSEED

@@ -1,4 +1,4 @@
-"""The HTML quality report (`aim.report`, ``Release.report``, ``dp-marginals report``): the page
+"""The HTML quality report (`aim.report.build`, ``Release.report``, ``dp-marginals report``): the page
 is well-formed HTML, embeds its images as PNG data URIs (the same bytes as the PNG files), lists
 every ledger charge, flags an insecure-seeded release as NOT PRIVATE, escapes names from user
 files, and has the non-private diagnostic (owner-only files) only when the private rows are given."""
@@ -20,8 +20,8 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from aim import AIM  # noqa: E402
-from aim.report import label_function, marginal_errors, total_variation, write_report  # noqa: E402
-from aim.report_plots import MissingExtraError, _pair_sigmas, clique_graph_figure, require_matplotlib  # noqa: E402
+from aim.report.build import label_function, marginal_errors, total_variation, write_report  # noqa: E402
+from aim.report.plots import MissingExtraError, _pair_sigmas, clique_graph_figure, require_matplotlib  # noqa: E402
 from ddssp.cli import main  # noqa: E402
 from marginals import Dataset, Domain  # noqa: E402
 from marginals.mechanisms import Measurement  # noqa: E402

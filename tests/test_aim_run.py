@@ -8,7 +8,7 @@ import pytest
 
 from aim import AIM, workload_error
 from marginals import Dataset, Domain
-from marginals.data import demo_dataset
+from marginals.datasets import demo_dataset
 from pgm.model import Model
 
 AB = Domain(("a", "b"), (2, 2))

@@ -11,7 +11,7 @@ import pytest
 import aim.mechanism as mech
 from aim import AIM, candidates, normalize_workload
 from marginals import cdp_rho
-from marginals.data import demo_dataset
+from marginals.datasets import demo_dataset
 from marginals.domain import Domain
 from pgm.junction_tree import model_size_mb
 from pgm.model import Model

@@ -16,7 +16,8 @@ import pytest
 import aim.mechanism as mech
 import pgm.queries
 from aim import AIM, all_k_way, candidates, normalize_workload
-from marginals.data import data_dir, demo_dataset, load_bundled
+from marginals.datasets import demo_dataset
+from benchmarks.data import data_dir, load_bundled
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_aim_size_filter import reference_filter  # noqa: E402

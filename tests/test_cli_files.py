@@ -12,10 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import marginals.domain
+import marginals.files
 from ddssp.cli import main
-from marginals.data import demo_dataset
-from marginals.domain import AtomicOutputs, Domain, UnknownAttributeError, write_text_atomic
+from marginals.datasets import demo_dataset
+from marginals.domain import Domain, UnknownAttributeError
+from marginals.files import AtomicOutputs, write_text_atomic
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +122,7 @@ def test_discretize_outputs_never_overwrite_inputs(raw, capsys):
 
 def test_synth_writes_release_and_csv_all_or_nothing(coded, capsys, tmp_path, monkeypatch):
     folder, _ = coded
-    import ddssp.cli as cli
+    import ddssp.cli.app as cli
 
     def fail_csv(path, text, mode=None):
         raise OSError(28, "No space left on device (simulated)")
@@ -146,7 +147,7 @@ def test_synth_rolls_back_when_a_rename_fails(coded, capsys, tmp_path, monkeypat
             raise OSError(5, "I/O error (simulated)")
         return real_replace(src, dst)
 
-    monkeypatch.setattr(marginals.domain.os, "replace", flaky_replace)
+    monkeypatch.setattr(marginals.files.os, "replace", flaky_replace)
     assert main(_synth(tmp_path, str(folder / "mine.csv"), str(folder / "domain.json"))) == 1
     capsys.readouterr()
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["r.npz"]
@@ -174,7 +175,7 @@ def test_atomic_outputs_restore_old_files_on_a_failed_commit(tmp_path, monkeypat
             raise OSError("simulated")
         return real_replace(src, dst)
 
-    monkeypatch.setattr(marginals.domain.os, "replace", flaky)
+    monkeypatch.setattr(marginals.files.os, "replace", flaky)
     with pytest.raises(OSError, match="simulated"):
         with AtomicOutputs() as out:
             write_text_atomic(out.stage(tmp_path / "a"), "new a")
@@ -196,7 +197,7 @@ def _mode(path: Path) -> int:
 
 def test_coded_data_is_private_released_files_follow_the_umask(raw, coded, capsys, tmp_path):
     old = os.umask(0o022)
-    marginals.domain._default_mode.cache_clear()
+    marginals.files._default_mode.cache_clear()
     try:
         assert main(["discretize", "--spec", str(raw / "spec.json"), "--data", str(raw / "raw.csv"),
                      "--out-dir", str(raw / "coded"), "--quiet"]) == 0
@@ -208,7 +209,7 @@ def test_coded_data_is_private_released_files_follow_the_umask(raw, coded, capsy
         assert _mode(tmp_path / "out" / "s.csv") == 0o644 and _mode(tmp_path / "out" / "r.npz") == 0o644
     finally:
         os.umask(old)
-        marginals.domain._default_mode.cache_clear()
+        marginals.files._default_mode.cache_clear()
     capsys.readouterr()
 
 
@@ -228,7 +229,7 @@ def test_discretize_out_dir_naming_a_file(raw, capsys):
 
 
 def test_internal_key_error_exits_1_unknown_attribute_exits_2(coded, capsys, tmp_path, monkeypatch):
-    import ddssp.cli_fit as cli_fit
+    import ddssp.cli.fit as cli_fit
 
     folder, _ = coded
     assert main(_synth(tmp_path, str(folder / "mine.csv"), str(folder / "domain.json"))) == 0

@@ -15,8 +15,8 @@ import pytest
 
 from aim import Release
 from ddssp import DDSSPLinearRegression, InferredPairsWarning
-from ddssp.cli import build_parser, main
-from marginals.data import demo_dataset
+from ddssp.cli.app import build_parser, main
+from marginals.datasets import demo_dataset
 
 SPEC = {
     "version": 1,

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from ddssp.cli import main
-from ddssp.cli_common import csv_text, escape_formula, escape_formulas
+from ddssp.cli.common import csv_text, escape_formula, escape_formulas
 
 pytestmark = pytest.mark.filterwarnings("ignore::aim.release.NotPrivateWarning")
 

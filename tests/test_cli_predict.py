@@ -14,7 +14,7 @@ from aim import AIM, Release
 from ddssp import DDSSPLinearRegression, DDSSPLogisticRegression, EncodingOptions
 from ddssp.cli import main
 from marginals import Discretizer
-from marginals.data import demo_dataset
+from marginals.datasets import demo_dataset
 
 DATA = demo_dataset(3000, seed=8)
 

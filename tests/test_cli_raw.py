@@ -16,7 +16,7 @@ import pytest
 
 from aim import Release
 from ddssp.cli import main
-from marginals.data import ADULT_RAW_COLUMNS, data_dir
+from benchmarks.data import ADULT_RAW_COLUMNS, data_dir
 from marginals.privacy import BUDGET_RTOL, cdp_rho
 
 pytestmark = pytest.mark.filterwarnings("ignore::aim.release.NotPrivateWarning")

@@ -20,7 +20,7 @@ from ddssp import (
     TukeyEM,
 )
 from marginals import DataError, InsecureRandom
-from marginals.data import demo_dataset
+from marginals.datasets import demo_dataset
 
 DATA = demo_dataset(2500, seed=21)
 DF = DATA.to_df()

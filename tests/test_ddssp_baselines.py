@@ -21,7 +21,8 @@ from ddssp import (
 from ddssp.baselines.objpert import lattice_noise
 from ddssp.solvers import logistic_loss
 from marginals import Accountant, BudgetExceeded, InsecureRandom, cdp_rho
-from marginals.data import data_dir, demo_dataset, load_bundled
+from marginals.datasets import demo_dataset
+from benchmarks.data import data_dir, load_bundled
 
 HAVE_DATA = data_dir() is not None
 DATA = demo_dataset(4000, seed=11)

@@ -17,7 +17,7 @@ from ddssp.encoding import (
     scaled_values,
 )
 from marginals import Domain
-from marginals.data import data_dir
+from benchmarks.data import data_dir
 
 DOM = Domain(("a", "b", "c", "d", "y"), (3, 1, 4, 2, 5))
 

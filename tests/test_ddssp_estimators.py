@@ -24,7 +24,8 @@ from ddssp import (
 )
 from ddssp.solvers import approx_log_likelihood, sigmoid
 from marginals import Dataset
-from marginals.data import data_dir, demo_dataset, load_bundled
+from marginals.datasets import demo_dataset
+from benchmarks.data import data_dir, load_bundled
 
 HAVE_DATA = data_dir() is not None
 

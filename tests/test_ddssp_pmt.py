@@ -25,7 +25,7 @@ from ddssp.baselines.pmt import (
 from ddssp.solvers import fit_logistic, sigmoid
 from ddssp.statistics import sufficient_statistics
 from marginals import InsecureRandom, cdp_eps, cdp_rho, gdp_delta, gdp_mu
-from marginals.data import demo_dataset
+from marginals.datasets import demo_dataset
 
 NO_NOISE = math.inf  # mu = inf: every noise scale is 0
 NO_CLIP = 1e-300  # eta -> 0: the radius grows past every row

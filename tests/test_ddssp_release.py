@@ -10,7 +10,7 @@ import pytest
 from aim import AIM, Release
 from ddssp import AIMSynth, DDSSPLinearRegression, DDSSPLogisticRegression, categorical_preset, roc_auc
 from ddssp.metrics import mean_squared_error
-from marginals.data import data_dir, load_bundled
+from benchmarks.data import data_dir, load_bundled
 
 pytestmark = [
     pytest.mark.slow,

@@ -18,7 +18,7 @@ from ddssp import (AIMSynth, AdaSSP, DDSSPLinearRegression, DDSSPLogisticRegress
 from ddssp.base import EncodedLinearModel, released_attributes
 from ddssp.bayes.posterior import NoiseAwareGLM
 from marginals import Dataset, InsecureRandom
-from marginals.data import demo_dataset
+from marginals.datasets import demo_dataset
 
 DATA = demo_dataset(3000, seed=5)
 DF, DOMAIN = DATA.to_df(), DATA.domain
@@ -97,7 +97,7 @@ def test_fitted_estimators_hold_only_released_attributes(release):
             assert not unreleased(est), (type(est).__name__, sorted(unreleased(est)))
             seen.setdefault(type(est), set()).update(set(vars(est)) - set(est.get_params()))
     # a new estimator class needs a row above; NoiseAwareGLM (NUTS, slow) is walked in
-    # tests/test_bayes_posterior.py::test_logistic_posterior_has_the_right_signs
+    # tests/test_ddssp_bayes_posterior.py::test_logistic_posterior_has_the_right_signs
     assert set(seen) == estimator_classes() - {NoiseAwareGLM}
     for cls, names in seen.items():
         missing = set(released_attributes(cls.__new__(cls))) - names

@@ -21,7 +21,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from ddssp import AIMSynth, AdaSSP, DDSSPLinearRegression, DDSSPLogisticRegression, EncodingOptions, ObjPert
 from ddssp import PMTLinearRegression, PMTLogisticRegression, PublicLinearRegression, PublicLogisticRegression, TukeyEM
 from marginals import InsecureSeedWarning
-from marginals.data import demo_dataset
+from marginals.datasets import demo_dataset
 
 #: the public domain of the generic checks: every column holds the codes 0..63 (the checks' data,
 #: rounded to non-negative integers because the estimators declare categorical input).

@@ -12,7 +12,7 @@ import pytest
 from ddssp.encoding import EncodingOptions, build_encoding, categorical_preset
 from ddssp.statistics import gram_from_marginals, statistics_from_frame, sufficient_statistics, uncovered_pairs
 from marginals import Dataset, Domain
-from marginals.data import data_dir, load_bundled
+from benchmarks.data import data_dir, load_bundled
 
 HAVE_DATA = data_dir() is not None
 

@@ -102,7 +102,7 @@ def test_small_m_exhaustive():
 
 
 def test_monotone_warns_and_is_recorded_not_private():
-    from marginals.data import demo_dataset
+    from marginals.datasets import demo_dataset
 
     data = demo_dataset(4000, seed=3)
     with warnings.catch_warnings():

@@ -29,7 +29,7 @@ from ddssp.baselines.tukey import (
 )
 from marginals import InsecureRandom
 from marginals.lattice import laplace_scale
-from marginals.data import demo_dataset
+from marginals.datasets import demo_dataset
 
 FIGURE3 = np.array([(1, 1), (7, 3), (5, 7), (3, 3), (5, 5), (6, 3)], dtype=float)
 

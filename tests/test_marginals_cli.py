@@ -1,4 +1,5 @@
-"""`python -m marginals` on the bundled data and on the demo fallback; the demo table itself."""
+"""`python -m marginals` on the shipped Adult table and on the demo table; the demo table itself;
+the development-data finder (`benchmarks.data`), which the library never calls."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import pandas as pd
 import pytest
 
 from marginals import Dataset
-from marginals.data import data_dir, demo_dataset, demo_domain, load_bundled
+from marginals.datasets import demo_dataset, demo_domain, load_adult
+from benchmarks.data import data_dir, load_bundled
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -28,35 +30,32 @@ def run_cli(*args: str, env_extra: dict[str, str] | None = None, drop_env: bool 
     )
 
 
-@pytest.mark.skipif(data_dir() is None, reason="bundled data absent")
-def test_cli_on_bundled_data():
-    proc = run_cli("--epsilon", "1.0", "--delta", "1e-9")
+def test_cli_on_the_shipped_adult_table_without_the_development_data(tmp_path):
+    # the library never looks for ../shared/data: the run is the same with the folder hidden
+    proc = run_cli("--epsilon", "1.0", "--delta", "1e-9", env_extra={"DP_MARGINALS_DATA": str(tmp_path / "nowhere")})
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
-    n = len(load_bundled("adult"))
-    assert f"data set adult: {n:,} rows x 15 attributes" in out
+    assert f"data set adult: {len(load_adult()):,} rows x 15 attributes" in out
     assert "computed 120 marginals" in out
-    assert "note:" not in out
     assert "privacy ledger: 120 charge(s)" in out
     m = re.search(r"budget eps = ([0-9.]+)", out)
     assert m and abs(float(m.group(1)) - 1.0) < 1e-5
 
 
-def test_cli_falls_back_to_demo_and_says_so(tmp_path):
-    proc = run_cli("--insecure-seed", "0", env_extra={"DP_MARGINALS_DATA": str(tmp_path / "does-not-exist")})
+def test_cli_on_the_demo_table(tmp_path):
+    proc = run_cli("--dataset", "demo", "--insecure-seed", "0")
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
-    assert "is absent; using the built-in deterministic demo table instead" in out
     d = demo_domain()
     assert f"data set demo: 20,000 rows x {len(d)} attributes" in out
     assert f"computed {len(d) + len(d) * (len(d) - 1) // 2} marginals" in out
     assert "privacy ledger" in out and "(eps, delta)-DP" in out
     # deterministic under a (test-only) seed: the same run prints the same numbers (timing line aside)
-    again = run_cli("--insecure-seed", "0", env_extra={"DP_MARGINALS_DATA": str(tmp_path / "does-not-exist")}).stdout
+    again = run_cli("--dataset", "demo", "--insecure-seed", "0").stdout
     strip = lambda s: re.sub(r"in [0-9.]+ ms", "", s)
     assert strip(again) == strip(out)
     # by default the noise comes from the OS's secure source (no seed needed, none printed)
-    secure = run_cli(env_extra={"DP_MARGINALS_DATA": str(tmp_path / "does-not-exist")})
+    secure = run_cli("--dataset", "demo")
     assert secure.returncode == 0 and "discrete Gaussian mechanism" in secure.stdout and "seed" not in secure.stdout
 
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from marginals import DataError, Dataset, Domain
-from marginals.data import data_dir, load_bundled
+from benchmarks.data import data_dir, load_bundled
 
 DOM = Domain(("a", "b", "c"), (2, 3, 300))
 

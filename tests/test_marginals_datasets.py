@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 from marginals import Dataset, Domain
-from marginals.data import data_dir
+from benchmarks.data import data_dir
 from marginals.datasets import ADULT_TARGET, DATASETS, SPLITS, adult_domain, load_adult
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -136,7 +136,7 @@ def test_loads_without_the_shared_data(tmp_path):
 WHEEL_CHECK = """
 import sys
 from pathlib import Path
-import marginals, ddssp.cli
+import marginals, ddssp.cli.app
 from marginals.datasets import load_adult
 site = Path(sys.argv[1]).resolve()
 assert Path(marginals.__file__).resolve().is_relative_to(site), marginals.__file__

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from marginals import DataError, Dataset, Discretizer, Domain
-from marginals.data import ADULT_RAW_COLUMNS, data_dir, load_adult_raw
-from marginals.discretize import SpecError
+from benchmarks.data import ADULT_RAW_COLUMNS, data_dir, load_adult_raw
+from marginals.spec.discretize import SpecError
 
 ROOT = Path(__file__).resolve().parent.parent
 ADULT_SPEC = ROOT / "examples" / "adult-raw-spec.json"

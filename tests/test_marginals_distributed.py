@@ -14,7 +14,7 @@ import pytest
 
 from aim import AIM
 from marginals import DaskDataset, DataError, Dataset, Domain
-from marginals.data import demo_dataset
+from marginals.datasets import demo_dataset
 
 dask = pytest.importorskip("dask")
 dd = pytest.importorskip("dask.dataframe")

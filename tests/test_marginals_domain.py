@@ -10,7 +10,7 @@ import pytest
 
 import marginals.domain as domain_module
 from marginals import Domain
-from marginals.data import data_dir
+from benchmarks.data import data_dir
 
 SHARED = data_dir()
 SHARED_DOMAINS = sorted(SHARED.glob("*/domain.json")) if SHARED is not None else []

@@ -8,7 +8,7 @@ import pytest
 
 from aim import AIM
 from marginals import Dataset, Domain
-from marginals.data import demo_dataset
+from marginals.datasets import demo_dataset
 from marginals.source import (
     MarginalSource,
     MeasuredSource,

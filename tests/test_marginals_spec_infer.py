@@ -14,9 +14,9 @@ from scipy.special import logsumexp
 
 from marginals import Accountant, InsecureSeedWarning
 from marginals.dataset import DataError
-from marginals.spec_columns import SpecError
+from marginals.spec.columns import SpecError
 from marginals.privacy import BudgetExceeded
-from marginals.spec_infer import SpecInferenceWarning, THRESHOLD_MECHANISM, category_threshold, infer_spec
+from marginals.spec.infer import SpecInferenceWarning, THRESHOLD_MECHANISM, category_threshold, infer_spec
 
 pytestmark = pytest.mark.filterwarnings("ignore::marginals.randomness.InsecureSeedWarning")
 
@@ -248,7 +248,7 @@ def test_keyed_noise_does_not_depend_on_the_other_keys():
     from fractions import Fraction
 
     from marginals.randomness import InsecureRandom, SecureRandom
-    from marginals.spec_infer import keyed_noise
+    from marginals.spec.infer import keyed_noise
     variance = Fraction(25)
     a = keyed_noise(InsecureRandom(3, warn=False), variance, [b"ka", b"kb", b"m"])
     b = keyed_noise(InsecureRandom(3, warn=False), variance, [b"k0", b"ka", b"kaa", b"kb", b"m"])

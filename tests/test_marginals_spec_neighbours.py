@@ -14,18 +14,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import marginals.spec_columns as spec_columns
+import marginals.spec.columns as spec_columns
 from aim import Release
 from aim.raw import synthesize
 from ddssp.cli import main
 from marginals import Accountant
 from marginals.dataset import read_csv_file
-from marginals.spec_columns import series_keys
-from marginals.spec_infer import infer_spec
+from marginals.spec.columns import series_keys
+from marginals.spec.infer import infer_spec
 
 pytestmark = pytest.mark.filterwarnings("ignore::marginals.randomness.InsecureSeedWarning",
                                         "ignore::aim.release.NotPrivateWarning",
-                                        "ignore::marginals.spec_infer.SpecInferenceWarning")
+                                        "ignore::marginals.spec.infer.SpecInferenceWarning")
 FAST = {"rounds": 4, "max_iters": 10, "final_iters": 20}
 
 

@@ -9,8 +9,8 @@ import pytest
 
 from ddssp.cli import main
 from marginals import Discretizer
-from marginals.spec_columns import SpecError
-from marginals.spec_public import draft_spec, read_schema, spec_gaps
+from marginals.spec.columns import SpecError
+from marginals.spec.public import draft_spec, read_schema, spec_gaps
 
 
 def test_a_list_of_names_leaves_every_type_open():
@@ -114,7 +114,7 @@ def test_cli_spec_bad_schema_exits_2_naming_the_file(tmp_path, capsys):
 def test_the_adult_example_schema_names_the_raw_columns_in_order():
     from pathlib import Path
 
-    from marginals.data import ADULT_RAW_COLUMNS
+    from benchmarks.data import ADULT_RAW_COLUMNS
 
     draft = draft_spec(Path(__file__).resolve().parent.parent / "examples" / "adult-schema.json")
     assert tuple(draft["columns"]) == ADULT_RAW_COLUMNS and draft["missing_markers"] == ["?"]

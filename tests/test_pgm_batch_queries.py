@@ -1,4 +1,4 @@
-"""Batched marginals (`Model.marginals`: in-node plans and `pgm.split_queries`) give the per-query
+"""Batched marginals (`Model.marginals`: in-node plans and `pgm.kernels.split_queries`) give the per-query
 path's answers (and brute force's) to 1e-10."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from marginals.domain import Domain
 from pgm.inference import brute_force_joint
 from pgm.queries import MarginalOracle
-from pgm.split_queries import split_marginals
+from pgm.kernels.split_queries import split_marginals
 
 
 def random_structure(rng, n_attrs, n_cliques, max_size=5, max_k=3):
@@ -95,10 +95,10 @@ def test_triples_with_no_two_attributes_in_one_node(seed, random_model):
 
 @pytest.mark.parametrize("seed", range(12))
 def test_blas_contractions_give_the_einsum_answers(seed, random_model, monkeypatch):
-    # Every contraction through pgm.contract (the path large models take): same answers as brute force.
-    import pgm.contract
+    # Every contraction through pgm.kernels.contract (the path large models take): same answers as brute force.
+    import pgm.kernels.contract
 
-    monkeypatch.setattr(pgm.contract, "BLAS_CELLS", 0)
+    monkeypatch.setattr(pgm.kernels.contract, "BLAS_CELLS", 0)
     rng = np.random.default_rng(500 + seed)
     model = random_structured_model(random_model, rng, int(rng.integers(5, 9)), int(rng.integers(3, 9)), zeros=seed % 3 == 0)
     dom = model.domain

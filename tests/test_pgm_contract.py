@@ -1,11 +1,11 @@
-"""`pgm.contract`: two-table contractions by batched matmul equal numpy's einsum (any memory order)."""
+"""`pgm.kernels.contract`: two-table contractions by batched matmul equal numpy's einsum (any memory order)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from pgm.contract import contract
+from pgm.kernels.contract import contract
 
 
 @pytest.mark.parametrize("seed", range(200))
@@ -42,12 +42,12 @@ def test_contract_with_string_labels_and_a_node_sized_conditional():
 
 @pytest.mark.parametrize("blas_cells", [0, 1 << 30])
 def test_pair_dispatch_gives_einsums_answer_with_string_labels(blas_cells, monkeypatch):
-    import pgm.contract
+    import pgm.kernels.contract
 
-    monkeypatch.setattr(pgm.contract, "BLAS_CELLS", blas_cells)  # 0: every pair by matmul; huge: by einsum
+    monkeypatch.setattr(pgm.kernels.contract, "BLAS_CELLS", blas_cells)  # 0: every pair by matmul; huge: by einsum
     rng = np.random.default_rng(2)
     a, b = rng.random((3, 4, 2)), rng.random((2, 5, 4))
-    got = pgm.contract.pair(a, ("age", "sex", "race"), b, ("race", "edu", "sex"), ("edu", "age"))
+    got = pgm.kernels.contract.pair(a, ("age", "sex", "race"), b, ("race", "edu", "sex"), ("edu", "age"))
     np.testing.assert_allclose(got, np.einsum("asr,res->ea", a, b), rtol=1e-12)
 
 
@@ -60,7 +60,7 @@ def _stored_in_any_order(rng, table):
 
 @pytest.mark.parametrize("seed", range(100))
 def test_pair_many_equals_one_einsum_per_table(seed):
-    from pgm.contract import pair_many
+    from pgm.kernels.contract import pair_many
 
     rng = np.random.default_rng(5000 + seed)
     sizes = rng.integers(1, 5, 12)
@@ -82,7 +82,7 @@ def test_pair_many_equals_one_einsum_per_table(seed):
 
 
 def test_pair_many_refuses_tables_that_do_not_share_the_same_labels():
-    from pgm.contract import pair_many
+    from pgm.kernels.contract import pair_many
 
     a = np.ones((2, 3))
     with pytest.raises(ValueError, match="shared labels"):

@@ -1,4 +1,4 @@
-"""`pgm.factored.FactorPlan` (marginals of a product of factors, never formed) against the
+"""`pgm.kernels.factored.FactorPlan` (marginals of a product of factors, never formed) against the
 formed product, and belief propagation with every node read out of its factors against brute force."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import math
 import numpy as np
 import pytest
 
-import pgm.factored
+import pgm.kernels.factored
 import pgm.inference
-from pgm import contract
-from pgm.factored import FactorPlan, materialised_cost
+from pgm.kernels import contract
+from pgm.kernels.factored import FactorPlan, materialised_cost
 
 
 def _formed(shape, scopes, tables):
@@ -106,15 +106,15 @@ def test_a_plan_needs_a_factor():
 @pytest.fixture(autouse=True)
 def _fresh_choices():
     """The engine caches its per-node choice by structure: forced choices must not leak either way."""
-    pgm.factored.choose_reading.cache_clear()
+    pgm.kernels.factored.choose_reading.cache_clear()
     yield
-    pgm.factored.choose_reading.cache_clear()
+    pgm.kernels.factored.choose_reading.cache_clear()
 
 
 def _force_factored(monkeypatch):
     monkeypatch.setattr(pgm.inference, "_PRODUCT_CELLS", 0)
     monkeypatch.setattr(pgm.inference, "_FACTOR_CELLS", 0)
-    monkeypatch.setattr(pgm.factored, "materialised_cost", lambda *args, **kwargs: math.inf)
+    monkeypatch.setattr(pgm.kernels.factored, "materialised_cost", lambda *args, **kwargs: math.inf)
 
 
 def test_belief_propagation_with_every_node_factored_equals_brute_force(random_model, monkeypatch):
@@ -177,10 +177,10 @@ def test_nodes_read_out_of_factors_only_when_cheaper_and_plannable(monkeypatch):
     layout = (("a", 8), ("b", 9), ("c", 10), ("d", 11), ("e", 12), ("h", 16))
     items = (("a", "b", "c", "d", "e"), ("a", "h"), ("b", "h"), ("c", "h"), ("d", "h"), ("e", "h"))
     targets = tuple((k, 5) for k in range(5)) + ((0, 1, 2, 3, 4),)
-    choice = pgm.factored.choose_reading(layout, items, targets, None, None, 3)
+    choice = pgm.kernels.factored.choose_reading(layout, items, targets, None, None, 3)
     assert choice is not None
     merges, up, down = choice
     assert up is None and len(down.outputs) == len(targets)
-    pgm.factored.choose_reading.cache_clear()
-    monkeypatch.setattr(pgm.factored, "MAX_FACTORS", 1)
-    assert pgm.factored.choose_reading(layout, items, targets, None, None, 3) is None
+    pgm.kernels.factored.choose_reading.cache_clear()
+    monkeypatch.setattr(pgm.kernels.factored, "MAX_FACTORS", 1)
+    assert pgm.kernels.factored.choose_reading(layout, items, targets, None, None, 3) is None

@@ -281,11 +281,11 @@ def test_large_table_paths_on_every_core_give_brute_force_marginals(threads, ran
     # Force every node through the large-node path (product build, owed factors read out without
     # rescaling, root normalised at read-out) and every pass through the slabbed thread pool.
     import pgm.inference
-    import pgm.threads
+    import pgm.kernels.threads
 
     monkeypatch.setattr(pgm.inference, "_PRODUCT_CELLS", 0)
-    monkeypatch.setattr(pgm.threads, "MIN_CELLS", 1)
-    monkeypatch.setattr(pgm.threads, "MIN_RUN", 1)
+    monkeypatch.setattr(pgm.kernels.threads, "MIN_CELLS", 1)
+    monkeypatch.setattr(pgm.kernels.threads, "MIN_RUN", 1)
     monkeypatch.setenv("DP_MARGINALS_THREADS", threads)
     for seed in range(2):
         for structure in ("tree", "five_cycle_and_triple", "disconnected", "mixed_orders_and_subcliques"):

@@ -1,4 +1,4 @@
-"""`pgm.split_queries`: out-of-node marginals split at separators equal brute force and the
+"""`pgm.kernels.split_queries`: out-of-node marginals split at separators equal brute force and the
 per-query path to 1e-10, on random models with big and small nodes, distant attributes, several
 components, with and without memoised parts."""
 
@@ -12,7 +12,7 @@ import pytest
 from marginals.domain import Domain
 from pgm.inference import brute_force_joint
 from pgm.queries import MarginalOracle
-from pgm.split_queries import split_marginals
+from pgm.kernels.split_queries import split_marginals
 
 
 def _model(random_model, rng, n_attrs, n_cliques, zeros):
@@ -81,14 +81,14 @@ def test_queries_over_several_components_are_left_to_the_per_query_path(random_m
 
 def test_queries_sharing_a_lower_part_are_answered_by_one_batched_contraction(random_model, monkeypatch):
     # nodes (a, s) and (s, b, c, d): every query (a, x) or (a, s, x), x in {b, c, d}, is cut at s with the lower part (a, s)
-    import pgm.contract
+    import pgm.kernels.contract
 
     rng = np.random.default_rng(9)
     dom = Domain(tuple("asbcd"), (3, 4, 2, 5, 3))
     model = random_model(dom, [("a", "s"), ("s", "b", "c", "d")], rng, total=300.0)
     calls = []
-    original = pgm.contract.pair_many
-    monkeypatch.setattr(pgm.contract, "pair_many", lambda *args: calls.append(len(args[2])) or original(*args))
+    original = pgm.kernels.contract.pair_many
+    monkeypatch.setattr(pgm.kernels.contract, "pair_many", lambda *args: calls.append(len(args[2])) or original(*args))
     queries = [frozenset(q) for q in (("a", "b"), ("a", "c"), ("a", "d"), ("a", "s", "b"), ("a", "s", "c"))]
     answers = split_marginals(MarginalOracle(model.tree, model.beliefs, model.total), queries, 0)
     assert sorted(calls) == [2, 3]  # (a, s) below s with s summed out, and with s kept

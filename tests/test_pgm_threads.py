@@ -1,4 +1,4 @@
-"""`pgm.threads`: large-table passes cut into slabs and run on a thread pool give numpy's results
+"""`pgm.kernels.threads`: large-table passes cut into slabs and run on a thread pool give numpy's results
 (elementwise: bit for bit; sums: to rounding, and bit for bit across thread counts)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import itertools
 import numpy as np
 import pytest
 
-from pgm import threads
+from pgm.kernels import threads
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ factor its parent owes it. Everything belief propagation needs from the node (th
 parent, its potentials' marginals, its children's separators) is a sum of that product over some
 of its axes, i.e. a contraction of the factors. Building the table costs a broadcast pass per
 factor and reading it out a pass per first read-out step, at numpy's elementwise speed; when the
-factors overlap in few axes the same sums are a few matrix products (`pgm.contract`) at BLAS
+factors overlap in few axes the same sums are a few matrix products (`pgm.kernels.contract`) at BLAS
 speed, and the node table is never formed.
 
 `FactorPlan` compiles, once per node (structure only), the contractions for a list of targets:

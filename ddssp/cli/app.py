@@ -1,19 +1,19 @@
 """``dp-marginals``: the command line — ``synth`` (AIM release + synthetic table; from codes, from
 raw values with a public spec, or from raw values alone with the spec inferred under DP; without
 --data it runs on the Adult table shipped with the package), ``fit`` (DD-SSP regression from a
-release alone; `ddssp.cli_fit`), ``predict`` (a fitted model's predictions on new rows; `ddssp.cli_predict`),
-``inspect`` (what a release holds and what it cost; `ddssp.cli_fit`), ``discretize`` (raw table -> integer codes
-with a public spec, and back), ``spec`` (a spec drafted from a public schema; `ddssp.cli_spec`)
-and ``report`` (an HTML quality report of a release; `ddssp.cli_report`).
+release alone; `ddssp.cli.fit`), ``predict`` (a fitted model's predictions on new rows; `ddssp.cli.predict`),
+``inspect`` (what a release holds and what it cost; `ddssp.cli.fit`), ``discretize`` (raw table -> integer codes
+with a public spec, and back), ``spec`` (a spec drafted from a public schema; `ddssp.cli.spec`)
+and ``report`` (an HTML quality report of a release; `ddssp.cli.report`).
 
 Exit codes: 0 ok, 2 bad input (one line on stderr, no traceback), 1 internal error. ``--debug``
 shows the traceback. Progress goes to stderr; ``--quiet`` silences it. No message quotes an exact
 count of private rows or a private value unless ``--show-private-values`` (stderr, for the data
 holder); the synthetic row count printed is public (``--rows`` or the noisy model total).
-CSV outputs have spreadsheet formulas escaped (`ddssp.cli_common.csv_text`; ``--no-escape-formulas``). Files are written atomically;
+CSV outputs have spreadsheet formulas escaped (`ddssp.cli.common.csv_text`; ``--no-escape-formulas``). Files are written atomically;
 an output that would overwrite an input is refused before any work; outputs made of several files
 (``synth``, ``discretize``) are all-or-nothing; coded data derived from private rows is ``0600``.
-Shared helpers are in `ddssp.cli_common`. It lives in ``ddssp`` because it is the end of the import
+Shared helpers are in `ddssp.cli.common`. It lives in ``ddssp`` because it is the end of the import
 chain (it needs marginals, aim and ddssp).
 """
 
@@ -32,19 +32,20 @@ import pandas as pd
 from aim import AIM, all_k_way, normalize_workload, workload_error
 from marginals.dataset import DataError, Dataset, read_csv_file
 from marginals.datasets import DATASETS
-from marginals.discretize import Discretizer
-from marginals.domain import AtomicOutputs, Domain, read_json, write_text_atomic
+from marginals.spec.discretize import Discretizer
+from marginals.domain import Domain
+from marginals.files import AtomicOutputs, read_json, write_text_atomic
 from marginals.privacy import cdp_rho
 from marginals.randomness import sampling_rng
 
-from .cli_common import (
+from .common import (
     BAD_INPUT, PROG, Parser, Renamed, add_csv_output_flags, check_outputs, check_synthetic_size, csv_text, fail,
     nonnegative_int, note, positive_float, positive_int, private_note, row_count, subcommand,
 )
-from .cli_fit import add_fit, add_inspect
-from .cli_predict import add_predict
-from .cli_report import add_report_parser
-from .cli_spec import add_raw_synth_arguments, add_spec_parser, synth_raw
+from .fit import add_fit, add_inspect
+from .predict import add_predict
+from .report import add_report_parser
+from .spec import add_raw_synth_arguments, add_spec_parser, synth_raw
 
 
 # --- synth -------------------------------------------------------------------------------------------
@@ -291,7 +292,7 @@ def _add_discretize(sub: Any, common: argparse.ArgumentParser) -> None:
     p = subcommand(sub, common, "discretize", "raw table -> integer codes (public spec), or back",
                     "Encode a raw CSV into codes + domain.json with a public spec (--data, --out-dir), "
                     "or decode a CSV of codes back to readable values (--decode).")
-    p.add_argument("--spec", required=True, metavar="JSON", help="the discretization spec (see marginals.discretize)")
+    p.add_argument("--spec", required=True, metavar="JSON", help="the discretization spec (see marginals.spec.discretize)")
     p.add_argument("--data", metavar="CSV", help="raw CSV to encode")
     _add_raw_csv_flags(p)
     p.add_argument("--out-dir", metavar="DIR", help="folder for data.csv, domain.json and discretizer.json")

@@ -1,9 +1,9 @@
-"""Where the bundled data sets live, how to load them, and a deterministic demo table.
+"""The team's development data sets (benchmarks and tests only; the library never looks for them).
 
-The team's discretized data sets are referenced by path (never copied into the repository):
-``$DP_MARGINALS_DATA`` if set (and only there), else the first existing ``shared/data`` next to the working
-directory or the source tree. Outside the team's machines that folder is absent, and callers
-fall back to `demo_dataset`, a small table the project generates itself.
+They are referenced by path (never copied into the repository): ``$DP_MARGINALS_DATA`` if set (and
+only there), else the first existing ``shared/data`` next to the working directory or the source
+tree. Outside the team's machines that folder is absent: tests skip, and examples use
+`marginals.datasets.load_adult` (shipped) or `marginals.datasets.demo_dataset` (generated).
 """
 
 from __future__ import annotations
@@ -11,11 +11,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
-from .dataset import Dataset
-from .domain import Domain
+from marginals.dataset import Dataset
+from marginals.domain import Domain
 
 BUNDLED = ("adult", "acs-income-lin", "acs-employment")
 ADULT_RAW_COLUMNS = (  # the order of adult.names; the last column (the class) is unnamed there
@@ -45,7 +44,7 @@ def load_bundled(name: str, split: str = "train", limit: int | None = None) -> D
     root = data_dir()
     if root is None:
         raise FileNotFoundError(
-            "the bundled data folder (../shared/data) is absent; set DP_MARGINALS_DATA or use demo_dataset()"
+            "the bundled data folder (../shared/data) is absent; set DP_MARGINALS_DATA or use marginals.datasets.demo_dataset()"
         )
     folder = root / name
     if not folder.is_dir():
@@ -73,38 +72,3 @@ def load_adult_raw(split: str = "train", keep_markers: bool = False) -> pd.DataF
         path, header=None, names=list(ADULT_RAW_COLUMNS), skiprows=header, skipinitialspace=True,
         na_values=[] if keep_markers else ["?"], keep_default_na=False,
     )
-
-
-def demo_domain() -> Domain:
-    """The fixed schema of the demo table."""
-    return Domain(
-        ("age", "education", "hours", "sector", "married", "children", "region", "income"),
-        (8, 6, 5, 4, 2, 4, 7, 2),
-    )
-
-
-def demo_dataset(n: int = 20_000, seed: int = 0) -> Dataset:
-    """A deterministic table with real dependencies (a random Bayesian network over the demo domain)."""
-    domain = demo_domain()
-    rng = np.random.default_rng(seed)
-    parents = {  # each attribute depends on up to two earlier ones
-        "education": ("age",),
-        "hours": ("age", "education"),
-        "sector": ("education",),
-        "married": ("age",),
-        "children": ("married", "age"),
-        "region": ("sector",),
-        "income": ("education", "hours"),
-    }
-    cols: dict[str, np.ndarray] = {}
-    for attr, m in zip(domain.attrs, domain.shape):
-        pa = parents.get(attr, ())
-        n_groups = int(np.prod([domain[p] for p in pa])) if pa else 1
-        cpt = rng.dirichlet(np.full(m, 0.6), size=n_groups)  # one conditional distribution per parent state
-        group = np.zeros(n, dtype=np.int64)
-        for p in pa:
-            group = group * domain[p] + cols[p]
-        cdf = np.cumsum(cpt, axis=1)[group]
-        u = rng.random(n)[:, None]
-        cols[attr] = np.minimum((u > cdf).sum(axis=1), m - 1)
-    return Dataset(pd.DataFrame(cols), domain)

@@ -12,7 +12,7 @@ from ddssp import DDSSPLinearRegression, DDSSPLogisticRegression
 from ddssp.bayes.intervals import bias_aware_critical_value, bootstrap_coefficients, bootstrap_interval
 from ddssp.bayes.resampling import NoisyModelSource, rerun_config
 from marginals import Accountant, Dataset
-from marginals.data import demo_dataset
+from marginals.datasets import demo_dataset
 from marginals.mechanisms import measure_counts
 from marginals.randomness import InsecureRandom
 from pgm.estimation import estimate

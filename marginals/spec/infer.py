@@ -1,13 +1,13 @@
 """Completing a spec from the private rows under differential privacy, charged to an `Accountant`.
 
-`infer_spec` starts from the public draft (`marginals.spec_public.draft_spec`) and infers, per
+`infer_spec` starts from the public draft (`marginals.spec.public.draft_spec`) and infers, per
 column, only what the schema leaves open; a column the schema describes fully costs nothing.
 The budget ``rho`` is split equally over the columns to infer. Neighbouring tables differ by one
 row (added or removed), and a row holds one value per column, so every histogram below has L2
 sensitivity 1. Only noisy counts are read after the measurement; nothing else from the rows
 reaches the spec (no un-noised category, minimum, maximum or quantile).
 
-Every step reads a cell only through its canonical key (`marginals.spec_columns.series_keys`,
+Every step reads a cell only through its canonical key (`marginals.spec.columns.series_keys`,
 rules in `marginals.cell_keys`): a function of that cell alone, the same whatever dtype pandas
 gave the column, so a row added to the table changes its own key and no other (the type profile,
 the category histogram and the numeric histogram below each move by one count). Every "error"
@@ -17,7 +17,7 @@ rule of the schema is checked on the rows before anything is charged (`check_rul
   noise (`marginals.mechanisms.measure_counts`), `PROFILE_SHARE` of the column's budget; numeric
   when the noisy number count exceeds the noisy text count.
 - Numeric bounds and bin edges: one discrete Gaussian measurement of the counts over a public
-  grid, read as described in `marginals.spec_grid`. Text in an inferred numeric column is missing.
+  grid, read as described in `marginals.spec.grid`. Text in an inferred numeric column is missing.
 - Categories: a thresholded histogram. The noisy count X_k + Z_k of every *observed* value k
   (Z_k discrete Gaussian with variance parameter s^2, `marginals.exact`) is released when it
   reaches the threshold tau; the missing count is a public key, measured in the same vector.
@@ -66,17 +66,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import spec_columns
-from .cell_keys import key_numbers
-from .dataset import DataError
+from . import columns as spec_columns
+from ..cell_keys import key_numbers
+from ..dataset import DataError
 from .discretize import Discretizer
-from .exact import discrete_gaussian, discrete_gaussian_scalar, noise_variance
-from .mechanisms import COUNT_SENSITIVITY, measure_counts
-from .privacy import Accountant, BudgetExceeded
-from .randomness import InsecureRandom, RandomSource, noise_source
-from .spec_columns import OTHER_LABEL, SpecError, compile_column, markers
-from .spec_grid import cell_counts, edges_from_noisy
-from .spec_public import DEFAULT_BINS, draft_spec, spec_gaps
+from ..exact import discrete_gaussian, discrete_gaussian_scalar, noise_variance
+from ..mechanisms import COUNT_SENSITIVITY, measure_counts
+from ..privacy import Accountant, BudgetExceeded
+from ..randomness import InsecureRandom, RandomSource, noise_source
+from .columns import OTHER_LABEL, SpecError, compile_column, markers
+from .grid import cell_counts, edges_from_noisy
+from .public import DEFAULT_BINS, draft_spec, spec_gaps
 
 #: share of an untyped column's budget spent on deciding its type.
 PROFILE_SHARE = 0.1
@@ -208,7 +208,7 @@ def _infer_column(name: str, s: pd.Series, col: dict, ctx: _Context) -> dict | N
 
 def _parse(s: pd.Series, marks: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(key, missing, number) of every value, as the Discretizer reads them: each a function of
-    the cell alone (`marginals.spec_columns.series_keys`), whatever dtype pandas gave the column."""
+    the cell alone (`marginals.spec.columns.series_keys`), whatever dtype pandas gave the column."""
     keys = spec_columns.series_keys(s)  # looked up at call time: one keying function for the engine
     missing = pd.isna(keys) | pd.Series(keys, dtype=object).isin(list(marks)).to_numpy()
     keys = np.where(missing, None, keys)

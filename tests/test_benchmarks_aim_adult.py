@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from marginals.data import data_dir
+from benchmarks.data import data_dir
 
 from benchmarks import aim_adult
 

@@ -17,7 +17,7 @@ import pytest
 from aim import AIM, Release, ReleaseFormatError
 from aim.release_checks import MAX_RELEASE_MB, TooLargeError
 from ddssp.cli import main
-from marginals.data import demo_dataset
+from marginals.datasets import demo_dataset
 from marginals.privacy import cdp_rho
 
 

@@ -25,12 +25,12 @@ import pandas as pd
 from sklearn.base import is_classifier
 
 from marginals.dataset import read_csv_file
-from marginals.domain import read_json, write_text_atomic
+from marginals.files import read_json, write_text_atomic
 
-from .cli_common import add_csv_output_flags, check_outputs, csv_text, load_release, private_note
-from .cli_fit import check_fit_size
-from .encoding import EncodingOptions
-from .estimators import DDSSPLinearRegression, DDSSPLogisticRegression
+from .common import add_csv_output_flags, check_outputs, csv_text, load_release, private_note
+from .fit import check_fit_size
+from ..encoding import EncodingOptions
+from ..estimators import DDSSPLinearRegression, DDSSPLogisticRegression
 
 #: largest difference between the file's coefficients and the refit ones (both are the same
 #: deterministic computation; only JSON's decimal round trip separates them).

@@ -20,7 +20,7 @@ import pytest
 from aim import NotPrivateWarning, Release
 from ddssp.cli import main
 from marginals import InsecureRandom
-from marginals.data import demo_dataset
+from marginals.datasets import demo_dataset
 from marginals.exact import discrete_gaussian, noise_variance
 
 SEEDS = range(0, 1001)

@@ -1,5 +1,5 @@
 """``dp-marginals report``: one self-contained HTML file showing what a release cost and holds
-(ledger, rounds, model, measured-clique graph; see `aim.report`), plus its PNGs in a folder.
+(ledger, rounds, model, measured-clique graph; see `aim.report.build`), plus its PNGs in a folder.
 
 ``--data`` (the private CSV of codes) adds a NON-PRIVATE diagnostic: per-marginal errors and
 true-vs-model plots. That report is for the data holder only: it is written owner-only and
@@ -13,12 +13,12 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from aim.report import write_report
-from aim.report_plots import EXTRA, MissingExtraError
+from aim.report.build import write_report
+from aim.report.plots import EXTRA, MissingExtraError
 from marginals.dataset import Dataset
 from marginals.domain import Domain
 
-from .cli_common import check_outputs, fail, load_release, nonnegative_int
+from .common import check_outputs, fail, load_release, nonnegative_int
 
 
 def add_report_parser(subparsers: Any, parents: Sequence[argparse.ArgumentParser] = ()) -> argparse.ArgumentParser:

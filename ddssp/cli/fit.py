@@ -11,11 +11,11 @@ from typing import Any, Sequence
 import numpy as np
 
 from aim import Release
-from marginals.domain import write_text_atomic
+from marginals.files import write_text_atomic
 
-from .cli_common import check_outputs, load_release, note, split_names, subcommand
-from .encoding import CATEGORICAL_PRESETS, EncodingOptions, categorical_preset, check_fit_cells
-from .estimators import DDSSPLinearRegression, DDSSPLogisticRegression
+from .common import check_outputs, load_release, note, split_names, subcommand
+from ..encoding import CATEGORICAL_PRESETS, EncodingOptions, categorical_preset, check_fit_cells
+from ..estimators import DDSSPLinearRegression, DDSSPLogisticRegression
 
 
 def _fit_result(model: Any, args: argparse.Namespace, release: Release, exclude: list[str]) -> dict:

@@ -9,7 +9,7 @@ marker) raise, get their own level (``"missing": "level"``) or drop their row (`
 (``"unseen"``). A numeric column with ``"non_numeric": "missing"`` treats text that is not a
 number as missing instead of raising. A rule's error names the column and the rule, never a
 private value or count (unless the data holder asks for them: ``show``).
-`marginals.discretize.Discretizer` assembles the columns into a domain.
+`marginals.spec.discretize.Discretizer` assembles the columns into a domain.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from .cell_keys import column_keys, key_numbers
-from .dataset import DataError, _example, code_dtype
+from ..cell_keys import column_keys, key_numbers
+from ..dataset import DataError, _example
+from ..domain import code_dtype
 
 UNSEEN_OPTIONS = ("error", "other", "drop")
 MISSING_OPTIONS = ("error", "level", "drop")

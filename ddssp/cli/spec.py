@@ -19,11 +19,11 @@ from pathlib import Path
 from aim import all_k_way, workload_error
 from aim.raw import SPEC_SHARE, synthesize
 from marginals.dataset import DataError, read_csv_file
-from marginals.domain import AtomicOutputs, write_text_atomic
-from marginals.spec_infer import SpecInferenceWarning
-from marginals.spec_public import DEFAULT_BINS, draft_spec, read_schema, spec_gaps
+from marginals.files import AtomicOutputs, write_text_atomic
+from marginals.spec.infer import SpecInferenceWarning
+from marginals.spec.public import DEFAULT_BINS, draft_spec, read_schema, spec_gaps
 
-from .cli_common import check_outputs, csv_text
+from .common import check_outputs, csv_text
 
 
 def share(text: str) -> float:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from marginals.domain import Domain
     from marginals.mechanisms import Measurement
 
-    from .report import MarginalError
+    from .build import MarginalError
 
 EXTRA = "report"
 TRUE_COLOR, MODEL_COLOR, INFERRED_COLOR, SYNTH_COLOR = "#4d4d4d", "#d95f02", "#fdb863", "#1b9e77"

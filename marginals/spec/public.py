@@ -13,7 +13,7 @@ A *schema* is one of:
 `draft_spec` turns it into a *partial spec*: the `marginals.Discretizer` format, where a column
 may lack its type, its categories or its bounds. A numeric column with public bounds and no bin
 count gets ``bins`` equal bins. `spec_gaps` says what each column still lacks: the user fills it
-in by hand, or `marginals.spec_infer.infer_spec` infers it under differential privacy.
+in by hand, or `marginals.spec.infer.infer_spec` infers it under differential privacy.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import json
 import os
 from typing import Any, Mapping
 
-from .domain import read_json
-from .spec_columns import KEYS, MISSING_OPTIONS, SpecError, compile_column
+from ..files import read_json
+from .columns import KEYS, MISSING_OPTIONS, SpecError, compile_column
 
 #: markers read as missing unless the schema lists its own (blank, "NA", "null", ... are missing anyway:
 #: `marginals.cell_keys.MISSING_TEXT`).

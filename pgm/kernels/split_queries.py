@@ -26,7 +26,7 @@ from typing import Sequence
 import numpy as np
 
 from . import contract as contraction
-from .junction_tree import Clique
+from ..junction_tree import Clique
 from .plans import conditional, sum_out
 
 Answers = dict[frozenset[str], tuple[Clique, np.ndarray]]

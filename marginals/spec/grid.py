@@ -4,7 +4,7 @@ The grid is fixed in advance and the same for every table: zero, and the E24 pre
 (IEC 60063: 1.0, 1.1, 1.2, 1.3, 1.5, ... 9.1, about 10% apart) times 10^e for e in -3..9, with
 both signs; values beyond +-1e10 share an end cell each (they are clipped to +-1e10). Every value
 falls in exactly one cell, split further by whether it is an integer, so a row changes one count
-by one: the histogram has L2 sensitivity 1 (`marginals.spec_infer` measures it once with the
+by one: the histogram has L2 sensitivity 1 (`marginals.spec.infer` measures it once with the
 discrete Gaussian). Everything below reads only the noisy counts:
 
 - a cell keeps its noisy count when it reaches ``z * sigma``, with z = sqrt(2 ln(cells / FALSE_CELLS)):

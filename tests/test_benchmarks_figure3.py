@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from marginals.data import data_dir
+from benchmarks.data import data_dir
 
 from benchmarks import figure3_others, figure3_report
 
@@ -172,7 +172,7 @@ def test_summary_counts_measured_differences():
 
 
 def test_tukeyem_model_count_and_public_split():
-    from marginals.data import demo_dataset
+    from marginals.datasets import demo_dataset
 
     # the largest grid m leaving >= 1 row per feature: the figure's tasks (n, p)
     assert figure3_others.choose_models(47_842, 100) == 250  # adult (linear)

@@ -27,14 +27,15 @@ import numpy as np
 import pandas as pd
 
 from marginals.dataset import Dataset
-from marginals.domain import PRIVATE_MODE, AtomicOutputs, Domain, write_bytes_atomic, write_text_atomic
+from marginals.domain import Domain
+from marginals.files import PRIVATE_MODE, AtomicOutputs, write_bytes_atomic, write_text_atomic
 from marginals.privacy import Accountant, cdp_eps
 
-from . import report_html, report_plots
-from .release_checks import check_cells
+from . import html as report_html, plots as report_plots
+from ..release_checks import check_cells
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .release import Release
+    from ..release import Release
 
 #: a labels hook: the readable name of every level of ``attr`` (len = its number of levels), or None.
 LabelHook = Callable[[str], "Sequence[str] | None"]

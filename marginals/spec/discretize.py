@@ -3,10 +3,10 @@
 Everything comes from a public, JSON-able spec (categories, bounds or bin edges, aliases,
 options), never from the private rows. Levels of a column, in code order: the categories (or
 bins), then ``"<other>"`` when ``unseen="other"``, then the missing level when
-``missing="level"`` (column compilation: `marginals.spec_columns`). The transform report
+``missing="level"`` (column compilation: `marginals.spec.columns`). The transform report
 (clipped / other / missing / dropped counts) is computed from the private rows: it is for the
 data holder and must not be published. Specs inferred from private rows under differential
-privacy come from `marginals.spec_infer`; drafts from public information from `marginals.spec_public`.
+privacy come from `marginals.spec.infer`; drafts from public information from `marginals.spec.public`.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from .dataset import DataError, Dataset
-from .domain import PRIVATE_MODE, AtomicOutputs, Domain, read_json, write_text_atomic
-from .spec_columns import (
+from ..dataset import DataError, Dataset
+from ..domain import Domain
+from ..files import PRIVATE_MODE, AtomicOutputs, read_json, write_text_atomic
+from .columns import (
     MISSING_LABEL,
     MISSING_OPTIONS,
     NUMERIC_DECODINGS,

@@ -90,8 +90,8 @@ def test_scaled_source_only_shrinks_normals():
 
 
 def test_old_keying_is_str_of_the_parsed_value_and_is_restored():
-    import marginals.spec_columns as spec_columns
-    import marginals.spec_infer as spec_infer
+    import marginals.spec.columns as spec_columns
+    import marginals.spec.infer as spec_infer
 
     keys = spec_audit.old_series_keys
     np.testing.assert_array_equal(keys(pd.Series([True, False])), ["True", "False"])

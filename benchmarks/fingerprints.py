@@ -7,6 +7,10 @@ Each entry hashes every published number of one seeded run: the measured cliques
 noise scales, the ledger's charges, the fitted model's potentials, a seeded synthetic sample, and
 (for the raw run) the inferred spec; the Figure-3 quick run hashes its results table without the
 timing columns. Seeded runs are not private: this is a regression check, not a release.
+
+Floating-point results depend on the numeric stack (library versions, the BLAS build and the CPU
+features numpy dispatches to), so each file records that ``environment``: fingerprints compare
+only between runs on the same one (`tests/test_benchmarks_fingerprints.py` skips elsewhere).
 """
 
 from __future__ import annotations
@@ -55,6 +59,29 @@ def release_parts(release) -> dict:
     if getattr(release, "spec", None) is not None:
         parts["spec"] = _digest([release.spec])
     return parts
+
+
+def environment() -> dict:
+    """The numeric stack the fingerprints depend on: versions, BLAS build, CPU features in use."""
+    import platform
+
+    import pandas as pd
+    import scipy
+    import threadpoolctl
+
+    import scipy.linalg
+
+    np.ones(2) @ np.ones(2)  # load numpy's and scipy's BLAS so threadpoolctl sees both
+    scipy.linalg.blas.ddot(np.ones(2), np.ones(2))
+    blas = sorted([{k: i.get(k) for k in ("internal_api", "version", "architecture")} for i in threadpoolctl.threadpool_info()
+            if i.get("user_api") == "blas"], key=json.dumps)
+    try:
+        from numpy._core import _multiarray_umath as umath
+    except ImportError:  # numpy < 2
+        from numpy.core import _multiarray_umath as umath
+    features = sorted(f for f, on in getattr(umath, "__cpu_features__", {}).items() if on)
+    return {"python": platform.python_version(), "machine": platform.machine(), "numpy": np.__version__,
+            "scipy": scipy.__version__, "pandas": pd.__version__, "blas": blas, "cpu_features": features}
 
 
 def _load(name: str):
@@ -115,11 +142,13 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.compare:
         before, after = (json.loads(f.read_text()) for f in args.compare)
+        if before.pop("environment", None) != after.pop("environment", None):
+            print("note: the two runs used different numeric stacks; differences may be rounding")
         diff = {k: (before.get(k), after.get(k)) for k in sorted(set(before) | set(after)) if before.get(k) != after.get(k)}
         print("identical" if not diff else json.dumps(diff, indent=1))
         return 0 if not diff else 1
     warnings.simplefilter("ignore")  # seeded runs warn that they are not private: that is the point here
-    result = {}
+    result = {"environment": environment()}
     if "adult" in args.only:
         result.update(adult_releases())
     if "raw" in args.only:

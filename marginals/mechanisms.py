@@ -13,8 +13,8 @@
 Every mechanism takes its noise as ``rng`` (`marginals.randomness.NoiseSource`), resolved by
 `noise_source`: None is the operating system's secure source; an int seed or an
 `InsecureRandom` replays the noise and is for tests and benchmarks only. The charge is recorded
-before any noise is drawn; a refused charge draws nothing. The measurement record itself is
-`marginals.measurement.Measurement` (re-exported here).
+before any noise is drawn; a refused charge draws nothing. The measurement record they return
+is `marginals.measurement.Measurement`.
 """
 
 from __future__ import annotations
@@ -31,8 +31,7 @@ from .privacy import Accountant, check_epsilon
 from .randomness import NoiseSource, noise_source
 from .source import check_unweighted
 
-__all__ = ["COUNT_SENSITIVITY", "Measurement", "exponential_mechanism", "gaussian_measure", "measure_counts",
-           "selection_probabilities"]  # Measurement lives in marginals.measurement; re-exported for old imports
+__all__ = ["COUNT_SENSITIVITY", "exponential_mechanism", "gaussian_measure", "measure_counts", "selection_probabilities"]
 
 #: L2 sensitivity of a count marginal under add/remove-one-row neighbours.
 COUNT_SENSITIVITY = 1.0

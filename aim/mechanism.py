@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from marginals.domain import Domain
+from marginals.maps import ExponentialMap, GaussianMap
 from marginals.measurement import Measurement
 from marginals.mechanisms import exponential_mechanism, measure_counts
 from marginals.privacy import BUDGET_RTOL, Accountant, BudgetExceeded, cdp_rho
@@ -53,14 +54,14 @@ EXPECTED_L1 = math.sqrt(2 / math.pi)  # E|N(0, 1)|
 
 def round_scales(rho_round: float) -> tuple[float, float]:
     """(sigma, eps_select) that spend ``rho_round`` split 90% measurement / 10% selection."""
-    sigma = math.sqrt(1.0 / (2 * MEASURE_SHARE * rho_round))
-    eps = math.sqrt(8 * (1 - MEASURE_SHARE) * rho_round)
+    sigma = GaussianMap().sigma(MEASURE_SHARE * rho_round)
+    eps = ExponentialMap().epsilon((1 - MEASURE_SHARE) * rho_round)
     return sigma, eps
 
 
 def round_cost(sigma: float, eps: float) -> float:
     """zCDP cost of one round: a Gaussian measurement plus one exponential-mechanism selection."""
-    return 0.5 / sigma**2 + eps**2 / 8
+    return GaussianMap().rho(sigma) + ExponentialMap().rho(eps)
 
 
 def plan_round(remaining: float, sigma: float, eps: float) -> tuple[float, float, bool]:

@@ -1,13 +1,25 @@
-"""Everything that touches private rows or privacy: domains, datasets, contingency tables,
-zCDP and mu-GDP accounting, secure randomness, the exact discrete Gaussian and exponential
-mechanisms, the measurement record they publish, the `MarginalSource` contract, and
-discretization specs (public drafts, or completed from the rows under DP)."""
+"""Everything that touches private rows or privacy, the first package of the chain (pgm, aim and
+ddssp build on it). Its modules, grouped:
+
+- the vocabulary every package shares: `domain` (attributes and their sizes), `measurement` (one
+  noisy marginal), `files` (atomic writes, strict JSON reads), `cell_keys` (one key per raw cell);
+- the DP primitives: `privacy` (zCDP <-> (eps, delta), the `Accountant`), `maps` (each
+  mechanism's privacy map), `mechanisms` (measure a marginal, select by the exponential
+  mechanism), `exact` and `lattice` (exact samplers), `randomness` (secure and test sources),
+  `gdp` (mu-GDP conversions);
+- the data tables: `dataset` (validated codes), `tables` (contingency tables), `distributed`
+  (dask), `source` (the `MarginalSource` contract), `datasets` (the shipped Adult table);
+- the spec subsystem, `marginals/spec/`: discretization specs, public drafts or completed from
+  the rows under DP.
+
+`pgm` imports only the vocabulary (`domain`, `measurement`) and `randomness`: no module that reads rows."""
 
 from .dataset import DataError, Dataset
 from .spec.discretize import Discretizer
 from .distributed import DaskDataset  # imports dask only when a DaskDataset is built
 from .domain import Domain
 from .gdp import gdp_compose, gdp_delta, gdp_eps, gdp_mu
+from .maps import ExponentialMap, GaussianMap, LaplaceMap
 from .measurement import Measurement
 from .mechanisms import exponential_mechanism, gaussian_measure, measure_counts, selection_probabilities
 from .privacy import Accountant, BudgetExceeded, Charge, cdp_delta, cdp_eps, cdp_rho, check_epsilon_delta
@@ -25,8 +37,11 @@ __all__ = [
     "Dataset",
     "Discretizer",
     "Domain",
+    "ExponentialMap",
+    "GaussianMap",
     "InsecureRandom",
     "InsecureSeedWarning",
+    "LaplaceMap",
     "MarginalSource",
     "Measurement",
     "MeasuredSource",

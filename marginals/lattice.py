@@ -16,9 +16,10 @@ Steinke (2020, Thm 14; any real Delta_L bounding the L2 distance of integer vect
 Delta_L^2 / (2 s^2)-zCDP. gamma * (F + Z) is computed exactly in float64 (a power-of-two scaling
 of an integer below 2^53), a deterministic function of the integer vector F + Z: post-processing.
 For a budget rho the variance s^2 is the smallest "t c" (below) >= Delta_L^2 / (2 rho), so the
-charge Delta_L^2 / (2 s^2), computed in rationals and rounded up to a float, is <= rho; callers
-charge that value. gamma is chosen so that sqrt(d) gamma <= 2^-16 Delta where the sampler's range
-allows (the rounding then costs at most 2^-16 of the sensitivity), see `lattice_step`.
+charge Delta_L^2 / (2 s^2) (`marginals.maps.GaussianMap`), computed in rationals and rounded up to a
+float, is <= rho; callers charge that value. gamma is chosen so that sqrt(d) gamma <= 2^-16 Delta
+where the sampler's range allows (the rounding then costs at most 2^-16 of the sensitivity), see
+`lattice_step`.
 
 Sampler: CKS Algorithm 3 accepts a discrete Laplace(t) proposal y with probability
 exp(-(|y| - s^2/t)^2 / (2 s^2)); the output law is N_Z(0, s^2) for any integer t >= 1 (t near s
@@ -29,7 +30,7 @@ vectorized int64 Bernoulli(exp(-x)) of `marginals.exact` applies (no float anywh
 Laplace (`lattice_laplace`): an integer statistic with L1 sensitivity Delta_1, released as
 (F + Y) / 2^k with F = 2^k f and Y discrete Laplace(t) (P(y) ~ exp(-|y| / t)), is
 (2^k Delta_1 / t)-DP (CKS Algorithm 2's law; the ratio of probabilities at y and y + w is at most
-exp(|w| / t)). t = ceil(2^k Delta_1 / epsilon) keeps the loss <= epsilon.
+exp(|w| / t)). t = ceil(2^k Delta_1 / epsilon) keeps the loss <= epsilon (`marginals.maps.LaplaceMap`).
 
 Not modelled (as in `marginals.exact`): float rounding in computing f itself (relative 1e-16).
 """
@@ -43,6 +44,7 @@ from fractions import Fraction
 import numpy as np
 
 from .exact import discrete_laplace, gaussian_by_rejection
+from .maps import GaussianMap, LaplaceMap
 from .randomness import RandomSource
 
 #: Largest lattice standard deviation (in lattice units) the vectorized sampler accepts.
@@ -129,10 +131,13 @@ def lattice_gaussian(
     if not (rho > 0 and math.isfinite(rho)):
         raise ValueError(f"lattice_gaussian: rho must be a finite number > 0, got {rho}")
     dim = max(values.size if dim is None else int(dim), 1)
+    # The step only needs the order of magnitude of the std; this float form (not GaussianMap.sigma's,
+    # which can differ in the last bit) is kept because gamma is a power of two chosen from it.
     gamma = lattice_step(sensitivity, dim, sensitivity / math.sqrt(2 * rho))
     delta_l = lattice_sensitivity(sensitivity, gamma, dim)
-    t, c = tc_variance(delta_l**2 / (2 * Fraction(rho)))
-    used = delta_l**2 / (2 * t * c)
+    lattice_map = GaussianMap(delta_l)
+    t, c = tc_variance(lattice_map.variance_exact(rho))
+    used = lattice_map.rho_exact(t * c)
     assert used <= Fraction(rho)
     noise = discrete_gaussian_tc(source, t, c, values.size).reshape(values.shape)
     noisy = (snap(values, gamma) + noise).astype(np.float64) * gamma
@@ -141,7 +146,7 @@ def lattice_gaussian(
 
 def lattice_gaussian_sigma(source: RandomSource, values: np.ndarray, sensitivity: float, sigma: float) -> LatticeNoise:
     """As `lattice_gaussian` for the budget a continuous Gaussian of std ``sigma`` would cost (Delta^2 / (2 sigma^2))."""
-    return lattice_gaussian(source, values, sensitivity, float(sensitivity) ** 2 / (2.0 * float(sigma) ** 2))
+    return lattice_gaussian(source, values, sensitivity, GaussianMap(float(sensitivity)).rho(float(sigma)))
 
 
 def symmetric_lattice_gaussian(source: RandomSource, matrix: np.ndarray, sensitivity: float, rho: float) -> LatticeNoise:
@@ -157,17 +162,10 @@ def symmetric_lattice_gaussian(source: RandomSource, matrix: np.ndarray, sensiti
     return LatticeNoise(out, release.gamma, release.t, release.c, release.lattice_sensitivity, release.rho)
 
 
-def laplace_scale(sensitivity_units: int, epsilon: float) -> int:
-    """The integer scale t = ceil(sensitivity_units / epsilon) of a discrete Laplace with loss <= epsilon."""
-    t = math.ceil(Fraction(int(sensitivity_units)) / Fraction(float(epsilon)))
-    assert Fraction(int(sensitivity_units), t) <= Fraction(float(epsilon))
-    return t
-
-
 def lattice_laplace(source: RandomSource, values: np.ndarray, epsilon: float, bits: int = 20) -> tuple[np.ndarray, int]:
     """Integer ``values`` (L1 sensitivity 1) in 2^bits units plus discrete Laplace(t), t = ceil(2^bits / epsilon):
     (noisy integers in 2^-bits units, t). epsilon-DP; divide by 2^bits for the statistic's units."""
     values = np.asarray(values, dtype=np.int64)
-    t = laplace_scale(2**bits, epsilon)
+    t = LaplaceMap(2**bits).scale(epsilon)
     noise = discrete_laplace(source, t, values.size).reshape(values.shape)
     return values * np.int64(2**bits) + noise, t

@@ -3,7 +3,8 @@
 - `gaussian_measure` / `measure_counts`: a noisy count marginal. Neighbouring tables differ by
   adding or removing one row, which changes exactly one cell of a count marginal by 1, so the L2
   sensitivity is 1. The noise is the exact discrete Gaussian (`marginals.exact`) with the
-  rational variance `noise_variance(sigma)` >= sigma^2; its zCDP cost 1 / (2 variance) is charged.
+  rational variance `noise_variance(sigma)` >= sigma^2; its zCDP cost 1 / (2 variance) is charged
+  (`marginals.maps.GaussianMap`, exactly in rationals, then rounded to a float).
   ``exact=False`` adds float Gaussian noise instead, allowed only on an `InsecureRandom` source
   (benchmarks comparing the samplers).
 - `exponential_mechanism`: select an index with probability proportional to
@@ -13,26 +14,25 @@
 Every mechanism takes its noise as ``rng`` (`marginals.randomness.NoiseSource`), resolved by
 `noise_source`: None is the operating system's secure source; an int seed or an
 `InsecureRandom` replays the noise and is for tests and benchmarks only. The charge is recorded
-before any noise is drawn; a refused charge draws nothing. The measurement record itself is
-`marginals.measurement.Measurement` (re-exported here).
+before any noise is drawn; a refused charge draws nothing. The measurement record they return
+is `marginals.measurement.Measurement`.
 """
 
 from __future__ import annotations
 
-from fractions import Fraction
 from typing import Sequence
 
 import numpy as np
 
 from .dataset import Dataset
 from .exact import EM_ROUNDING, discrete_gaussian, exponential_choice, noise_variance
+from .maps import GaussianMap
 from .measurement import Measurement
 from .privacy import Accountant, check_epsilon
 from .randomness import NoiseSource, noise_source
 from .source import check_unweighted
 
-__all__ = ["COUNT_SENSITIVITY", "Measurement", "exponential_mechanism", "gaussian_measure", "measure_counts",
-           "selection_probabilities"]  # Measurement lives in marginals.measurement; re-exported for old imports
+__all__ = ["COUNT_SENSITIVITY", "exponential_mechanism", "gaussian_measure", "measure_counts", "selection_probabilities"]
 
 #: L2 sensitivity of a count marginal under add/remove-one-row neighbours.
 COUNT_SENSITIVITY = 1.0
@@ -64,7 +64,7 @@ def measure_counts(
     if not np.array_equal(true_counts, np.rint(true_counts)):
         raise ValueError(f"measurement over {clique}: the discrete Gaussian needs integer counts")
     variance = noise_variance(sigma)
-    rho = float(Fraction(COUNT_SENSITIVITY) ** 2 / (2 * variance))
+    rho = float(GaussianMap(COUNT_SENSITIVITY).rho_exact(variance))
     sigma_used = float(variance) ** 0.5
     accountant.charge(rho, label, "discrete_gaussian", sigma=sigma_used, sensitivity=COUNT_SENSITIVITY)
     noise = discrete_gaussian(rng, variance, true_counts.size).reshape(true_counts.shape)

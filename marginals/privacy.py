@@ -15,8 +15,8 @@ Budgets are checked by one validator per concept: `check_epsilon`, `check_delta`
 `check_epsilon_delta` (what every mechanism and estimator taking an (epsilon, delta) budget calls).
 
 `Accountant` is the one ledger every noisy release goes through. Charges (sequential
-composition in zCDP): Gaussian mechanism Delta^2 / (2 sigma^2), exponential mechanism
-eps^2 / 8 (bounded-range analysis, Cesar & Rogers 2021), or a raw rho.
+composition in zCDP): a Gaussian or an exponential mechanism, priced by its privacy map
+(`marginals.maps`), or a raw rho.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ import math
 from dataclasses import dataclass, field
 
 from scipy.optimize import brentq
+
+from .maps import ExponentialMap, GaussianMap
 
 #: relative slack allowed when a charge meets the budget exactly (floating-point sums).
 BUDGET_RTOL = 1e-9
@@ -215,12 +217,12 @@ class Accountant:
             raise ValueError(f"sigma must be a finite number > 0, got {sigma}")
         if not (sensitivity >= 0 and math.isfinite(sensitivity)):
             raise ValueError(f"sensitivity must be finite and >= 0, got {sensitivity}")
-        return self.charge(sensitivity**2 / (2 * sigma**2), label, "gaussian", sigma=sigma, sensitivity=sensitivity)
+        return self.charge(GaussianMap(sensitivity).rho(sigma), label, "gaussian", sigma=sigma, sensitivity=sensitivity)
 
     def exponential(self, epsilon: float, label: str = "") -> float:
         """Charge an exponential mechanism run with parameter ``epsilon`` (eps^2/8 zCDP)."""
         epsilon = check_epsilon(epsilon)
-        return self.charge(epsilon**2 / 8, label, "exponential", epsilon=epsilon)
+        return self.charge(ExponentialMap().rho(epsilon), label, "exponential", epsilon=epsilon)
 
     def epsilon(self, delta: float | None = None, spent: bool = True) -> float:
         """The (eps, delta)-DP epsilon of what was spent (or of the whole budget)."""

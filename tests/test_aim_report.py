@@ -24,7 +24,7 @@ from aim.report.build import label_function, marginal_errors, total_variation, w
 from aim.report.plots import MissingExtraError, _pair_sigmas, clique_graph_figure, require_matplotlib  # noqa: E402
 from ddssp.cli import main  # noqa: E402
 from marginals import Dataset, Domain  # noqa: E402
-from marginals.mechanisms import Measurement  # noqa: E402
+from marginals.measurement import Measurement  # noqa: E402
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 VOID = {"meta", "img", "br", "hr", "link", "input", "col", "wbr"}

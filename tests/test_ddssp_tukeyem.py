@@ -28,7 +28,7 @@ from ddssp.baselines.tukey import (
     tukey_em,
 )
 from marginals import InsecureRandom
-from marginals.lattice import laplace_scale
+from marginals.maps import LaplaceMap
 from marginals.datasets import demo_dataset
 
 FIGURE3 = np.array([(1, 1), (7, 3), (5, 7), (3, 3), (5, 5), (6, 3)], dtype=float)
@@ -150,7 +150,7 @@ def test_threshold_and_noise_constants_at_ln3():
     assert Recording.scales == []
     # exact PTR: discrete Laplace of scale t / 2^20 = 1/(eps/2) (not the reference code's eps/2), and the
     # threshold of the discrete tail equals the paper's log(1/(2 delta)) / (eps/2) to ~2^-20
-    assert laplace_scale(2**PTR_BITS, eps / 2) / 2**PTR_BITS == pytest.approx(1.8205, abs=1e-4)
+    assert LaplaceMap(2**PTR_BITS).scale(eps / 2) / 2**PTR_BITS == pytest.approx(1.8205, abs=1e-4)
     assert result.threshold == pytest.approx(ptr_threshold(eps / 2, delta), rel=1e-5)
     assert (result.noisy_distance * 2**PTR_BITS).is_integer() and (result.threshold * 2**PTR_BITS).is_integer()
 
@@ -208,7 +208,7 @@ def test_exact_ptr_passes_an_unsafe_input_with_probability_at_most_delta():
     """At distance 0 the exact test passes with probability a^m / (1 + a) <= delta (closed form), and
     the sampled pass rate matches it; at distance 1 the noisy value moves by exactly 1."""
     eps, delta = 1.0, 0.25
-    t = laplace_scale(2**PTR_BITS, eps)
+    t = LaplaceMap(2**PTR_BITS).scale(eps)
     rng = quiet_rng(21)
     draws = [ptr_noisy_distance(0, eps, delta, rng) for _ in range(4000)]
     threshold = draws[0][1]

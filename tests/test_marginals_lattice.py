@@ -15,11 +15,11 @@ from marginals.lattice import (
     lattice_laplace,
     lattice_sensitivity,
     lattice_step,
-    laplace_scale,
     snap,
     symmetric_lattice_gaussian,
     tc_variance,
 )
+from marginals.maps import LaplaceMap
 from marginals.randomness import InsecureRandom
 
 
@@ -106,7 +106,7 @@ def test_symmetric_release_and_step_limits():
 
 def test_lattice_laplace_scale_and_loss():
     for eps in (0.1, 0.37, 1.0, 7.0):
-        t = laplace_scale(2**20, eps)
+        t = LaplaceMap(2**20).scale(eps)
         assert 2**20 / t <= eps and 2**20 / t == pytest.approx(eps, rel=1e-5)
     noisy, t = lattice_laplace(rng(7), np.array([3, 4]), 1.0, bits=3)
     assert t == 8 and noisy.dtype == np.int64

@@ -9,7 +9,7 @@ import pytest
 
 import pgm
 from marginals.domain import Domain
-from marginals.mechanisms import Measurement
+from marginals.measurement import Measurement
 from pgm import Model, estimate, minimum_variance_total, potential_cliques
 
 DOM = Domain(tuple("abcde"), (2, 3, 4, 2, 3))

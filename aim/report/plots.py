@@ -18,7 +18,7 @@ import numpy as np
 
 if TYPE_CHECKING:  # pragma: no cover
     from marginals.domain import Domain
-    from marginals.mechanisms import Measurement
+    from marginals.measurement import Measurement
 
     from .build import MarginalError
 

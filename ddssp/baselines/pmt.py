@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from marginals.lattice import lattice_gaussian, symmetric_lattice_gaussian
+from marginals.maps import GaussianMap
 from marginals.randomness import RandomSource
 
 from ..solvers import sigmoid, solve_linear_system
@@ -69,7 +70,7 @@ def noisy_symmetric(matrix: np.ndarray, sensitivity: float, sigma: float, rng: R
     (sensitivity / sigma)^2 / 2 zCDP (rounding included); sigma = 0 (mu = inf) adds nothing."""
     if sigma == 0:
         return np.asarray(matrix, dtype=np.float64), 0.0
-    release = symmetric_lattice_gaussian(rng, matrix, sensitivity, sensitivity**2 / (2.0 * sigma**2))
+    release = symmetric_lattice_gaussian(rng, matrix, sensitivity, GaussianMap(sensitivity).rho(sigma))
     return release.values, release.sigma
 
 
@@ -77,7 +78,7 @@ def noisy_vector(vector: np.ndarray, sensitivity: float, sigma: float, rng: Rand
     """(vector + lattice Gaussian noise, std used), as `noisy_symmetric` for a vector."""
     if sigma == 0:
         return np.asarray(vector, dtype=np.float64), 0.0
-    release = lattice_gaussian(rng, vector, sensitivity, sensitivity**2 / (2.0 * sigma**2))
+    release = lattice_gaussian(rng, vector, sensitivity, GaussianMap(sensitivity).rho(sigma))
     return release.values, release.sigma
 
 

@@ -34,7 +34,7 @@ from scipy.special import log_ndtr as _np_log_ndtr
 from scipy.special import logsumexp as _np_logsumexp
 
 from marginals.exact import discrete_laplace
-from marginals.lattice import laplace_scale
+from marginals.maps import LaplaceMap
 from marginals.randomness import RandomSource, noise_source
 
 LDP_BITS = 20  # laplace_release's lattice: 2^20 steps across [a, b]
@@ -133,7 +133,7 @@ def laplace_release(x: np.ndarray, a: float, b: float, epsilon: float, random_st
     x = np.clip(np.asarray(x, dtype=np.float64), a, b)
     gamma = (b - a) / 2**LDP_BITS
     units = np.clip(np.rint((x - a) / gamma), 0, 2**LDP_BITS).astype(np.int64)
-    noise = discrete_laplace(rng, laplace_scale(2**LDP_BITS, epsilon), units.size).reshape(units.shape)
+    noise = discrete_laplace(rng, LaplaceMap(2**LDP_BITS).scale(epsilon), units.size).reshape(units.shape)
     return a + gamma * (units + noise).astype(np.float64)
 
 

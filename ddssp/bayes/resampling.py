@@ -40,7 +40,7 @@ from aim import AIM, AIMConfig
 from aim.config import MECHANISM
 from marginals.dataset import Dataset
 from marginals.domain import Domain
-from marginals.mechanisms import Measurement
+from marginals.measurement import Measurement
 from marginals.source import MeasuredSource, implements
 
 @dataclass(frozen=True, eq=False)

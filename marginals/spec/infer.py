@@ -71,6 +71,7 @@ from ..cell_keys import key_numbers
 from ..dataset import DataError
 from .discretize import Discretizer
 from ..exact import discrete_gaussian, discrete_gaussian_scalar, noise_variance
+from ..maps import GaussianMap
 from ..mechanisms import COUNT_SENSITIVITY, measure_counts
 from ..privacy import Accountant, BudgetExceeded
 from ..randomness import InsecureRandom, RandomSource, noise_source
@@ -114,7 +115,7 @@ class _Context:
 
 
 def _sigma(rho: float) -> float:
-    return math.sqrt(1.0 / (2.0 * rho))
+    return GaussianMap(COUNT_SENSITIVITY).sigma(rho)
 
 
 def infer_spec(data: pd.DataFrame, accountant: Accountant, rho: float, delta: float = 0.0, schema: Any = None,
@@ -254,7 +255,7 @@ def _thresholded_histogram(name: str, keys: list[str], counts: np.ndarray, rho: 
     variance = noise_variance(_sigma(rho))
     tau = category_threshold(variance, ctx.delta)
     sigma = float(variance) ** 0.5
-    ctx.accountant.charge(float(Fraction(COUNT_SENSITIVITY) ** 2 / (2 * variance)), f"spec {name}: categories",
+    ctx.accountant.charge(float(GaussianMap(COUNT_SENSITIVITY).rho_exact(variance)), f"spec {name}: categories",
                           THRESHOLD_MECHANISM, sigma=sigma, sensitivity=COUNT_SENSITIVITY, threshold=tau,
                           delta=ctx.delta)
     labels = [b"k" + k.encode("utf-8", "surrogatepass") for k in keys] + [b"m"]

@@ -42,7 +42,8 @@ for numpy) and handed out as views in node order. Sums over axes go through `pla
 Per node, the collect step is `_collect_factored` (read out of its factors) or `_collect_formed`
 (its table built, then `_collect`, or `_normalise` for a root); the distribute step reads it out
 (`_read_out`: `_read_factored`, `_read_root` or its marginal plan) and `_send_down` hands each
-child its factor.
+child its factor. The textbook algorithm without any of this is
+`pgm.reference.belief_propagation`; the tests tie the two together.
 """
 
 from __future__ import annotations
@@ -51,10 +52,7 @@ from typing import Sequence
 
 import numpy as np
 
-from marginals.domain import Domain
-
 from .calibration import Calibration, PassState
-from .factor import logsumexp
 from .junction_tree import Clique, JunctionTree
 from .kernels import threads
 from .kernels.factored import FactorPlan, choose_reading
@@ -380,14 +378,3 @@ def _perm(source: Sequence[str], target: Sequence[str]) -> tuple[int, ...] | Non
     """The axis permutation taking a table over ``source`` to ``target`` order (None: identity)."""
     perm = tuple(list(source).index(a) for a in target)
     return None if perm == tuple(range(len(perm))) else perm
-
-
-def brute_force_joint(domain: Domain, cliques: Sequence[Sequence[str]], log_potentials: Sequence[np.ndarray], total: float) -> np.ndarray:
-    """The full joint table (counts) of a small model, for tests: exp(sum of potentials), normalised."""
-    log_joint = np.zeros(domain.shape)
-    for cl, value in zip(cliques, log_potentials):
-        present = [a for a in domain.attrs if a in cl]
-        arr = np.transpose(value, [list(cl).index(a) for a in present])
-        log_joint = log_joint + arr.reshape([domain[a] if a in cl else 1 for a in domain.attrs])
-    log_joint = log_joint - logsumexp(log_joint, None) + np.log(total)
-    return np.exp(log_joint)

@@ -1,9 +1,17 @@
-"""Pure post-processing: factors, junction trees, belief propagation, mirror-descent estimation,
-marginal queries and synthetic rows. Never sees private rows or privacy budgets."""
+"""Pure post-processing of released marginals: it never sees private rows or privacy budgets.
+
+- The model core (`factor`, `junction_tree`, `inference`, `calibration`, `estimation`,
+  `queries`, `model`, `sampling`) fits a graphical model to noisy marginals by mirror descent
+  over a junction tree and answers marginal queries and synthetic rows from it.
+- `kernels/` holds the speed paths the core runs on (compiled plans, factored nodes,
+  contractions, split queries, threads): they change how fast it computes, never what.
+- `reference` holds the plain textbook belief propagation and the brute-force joint, which the
+  tests hold the fast engine to.
+"""
 
 from .estimation import estimate, minimum_variance_total, potential_cliques
 from .factor import Factor
-from .inference import TreeEngine, brute_force_joint
+from .inference import TreeEngine
 from .junction_tree import (
     JunctionTree,
     build_junction_tree,
@@ -13,6 +21,7 @@ from .junction_tree import (
     triangulate,
 )
 from .model import Model
+from .reference import brute_force_joint
 from .sampling import sample_rows
 
 __all__ = [

@@ -30,7 +30,8 @@ import numpy as np
 from marginals.domain import Domain
 from marginals.measurement import Measurement
 
-from .inference import Calibration, TreeEngine
+from .calibration import Calibration
+from .inference import TreeEngine
 from .junction_tree import Clique, JunctionTree, build_junction_tree
 from .model import Model
 

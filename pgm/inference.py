@@ -19,10 +19,10 @@ axes each message sums out, and how each node belief projects back onto the pote
 Large nodes (the product-built ones) skip the rescaling passes: a child keeps the factor it owes
 (separator counts / its separator sums) and reads its marginals out of table x factor in one
 two-operand sum each; a root is normalised at read-out (its mass is the sum of a read-out, its
-read-outs are rescaled, not the table). `propagate` returns a `Calibration`: the potential
-cliques' marginals at once, the node counts only when asked (`Calibration.beliefs` applies what
-is owed, once) — mirror descent asks for them once per fit, not per step. The passes over large
-tables run on every core (`pgm.kernels.threads`).
+read-outs are rescaled, not the table). `propagate` returns a `Calibration` (`pgm.calibration`):
+the potential cliques' marginals at once, the node counts only when asked (`Calibration.beliefs`
+applies what is owed, once) — mirror descent asks for them once per fit, not per step. The
+passes over large tables run on every core (`pgm.kernels.threads`).
 
 Large nodes whose factors (merged summands, exponentiated) overlap little are not formed at all
 while propagating: their message up and their read-outs (with the owed factor) are contractions
@@ -38,6 +38,12 @@ over the node), and redone from the log-table with its own max (root) or per-sli
 (<= total). Node tables are stored with their attributes by increasing size (long inner loops
 for numpy) and handed out as views in node order. Sums over axes go through `plans.sum_out`
 (one einsum pass where numpy's axis sums are slow).
+
+Per node, the collect step is `_collect_factored` (read out of its factors) or `_collect_formed`
+(its table built, then `_collect`, or `_normalise` for a root); the distribute step reads it out
+(`_read_out`: `_read_factored`, `_read_root` or its marginal plan) and `_send_down` hands each
+child its factor. The textbook algorithm without any of this is
+`pgm.reference.belief_propagation`; the tests tie the two together.
 """
 
 from __future__ import annotations
@@ -46,12 +52,10 @@ from typing import Sequence
 
 import numpy as np
 
-from marginals.domain import Domain
-
-from .kernels import threads
-from .factor import logsumexp
-from .kernels.factored import FactorPlan, choose_reading
+from .calibration import Calibration, PassState
 from .junction_tree import Clique, JunctionTree
+from .kernels import threads
+from .kernels.factored import FactorPlan, choose_reading
 from .kernels.plans import AdditionPlan, MarginalPlan, reduce_axes, sum_out
 
 
@@ -64,21 +68,10 @@ class TreeEngine:
         self.domain = domain
         self.cliques: tuple[Clique, ...] = tuple(tuple(c) for c in cliques)
         sizes = dict(zip(domain.attrs, domain.shape))
-        # Each potential clique goes to the smallest node containing it (ties: first node).
-        self.home: list[int] = []
-        hosted: list[list[int]] = [[] for _ in tree.nodes]
-        for k, cl in enumerate(self.cliques):
-            hosts = tree.containing(cl)
-            if not hosts:
-                raise ValueError(f"clique {cl} is not covered by any junction-tree node")
-            home = min(hosts, key=lambda i: (domain.size(tree.nodes[i]), i))
-            self.home.append(home)
-            hosted[home].append(k)
-        children: list[list[int]] = [[] for _ in tree.nodes]
+        self.home, self._hosted = self._place_cliques()
+        self._children: list[list[int]] = [[] for _ in tree.nodes]
         for child, parent in tree.collect:
-            children[parent].append(child)
-        self._hosted = hosted
-        self._children = children
+            self._children[parent].append(child)
         # Node tables live in a layout of their own: attributes by increasing size (ties: domain
         # order), so the innermost axes are long and numpy's broadcasts and sums run long inner
         # loops. Beliefs are handed out as views in node (domain) order.
@@ -88,30 +81,17 @@ class TreeEngine:
         self._from_node = [_perm(node, lay) for lay, node in zip(self.layouts, tree.nodes)]
         # Potentials arrive in clique order: a transposed view puts each in its node's layout.
         self._to_layout = [_perm(cl, [a for a in self.layouts[h] if a in cl]) for cl, h in zip(self.cliques, self.home)]
-        # A child's separator in its parent's layout order (message axes), and the way back.
-        self._sep_order: dict[int, Clique] = {}
-        self._sep_axes: dict[int, list[int]] = {}  # message axes, as axes of the child's table
-        self._sep_back: dict[int, tuple[int, ...] | None] = {}  # parent's separator order -> child's
-        self._sep_there: dict[int, tuple[int, ...] | None] = {}  # and back
-        self._down_shape: dict[int, list[int]] = {}
-        for c, parent in tree.collect:
-            sep = set(tree.separator(c))
-            order = tuple(a for a in self.layouts[parent] if a in sep)
-            own = [a for a in self.layouts[c] if a in sep]
-            self._sep_order[c] = order
-            self._sep_axes[c] = [self.layouts[c].index(a) for a in order]
-            self._sep_back[c] = _perm(order, own)
-            self._sep_there[c] = _perm(own, order)
-            self._down_shape[c] = [sizes[a] if a in sep else 1 for a in self.layouts[c]]
+        self._compile_separators(sizes)
         self._cells = [domain.size(node) for node in tree.nodes]
         self._add_plans, self._marg_plans, self._up_axes = [], [], []
         # Large nodes whose factors overlap little: contracted, never formed (`pgm.kernels.factored`).
         self._factored: dict[int, tuple[AdditionPlan, FactorPlan | None, FactorPlan]] = {}
         for i, layout in enumerate(self.layouts):
-            items = [tuple(a for a in layout if a in self.cliques[k]) for k in hosted[i]]
-            items += [self._sep_order[c] for c in children[i]]
+            hosted, children = self._hosted[i], self._children[i]
+            items = [tuple(a for a in layout if a in self.cliques[k]) for k in hosted]
+            items += [self._sep_order[c] for c in children]
             self._add_plans.append(AdditionPlan(layout, sizes, items))
-            targets = [self.cliques[k] for k in hosted[i]] + [self._sep_order[c] for c in children[i]]
+            targets = [self.cliques[k] for k in hosted] + [self._sep_order[c] for c in children]
             self._marg_plans.append(MarginalPlan(layout, sizes, targets))
             sep = set(tree.separator(i))
             self._up_axes.append(tuple(j for j, a in enumerate(layout) if a not in sep))
@@ -122,6 +102,38 @@ class TreeEngine:
         self._collect_order = [child for child, _ in tree.collect] + list(tree.roots)
         self._slots: dict[int, list[np.ndarray]] = {}
         self._distribute_order = list(reversed(self._collect_order))
+
+    def _place_cliques(self) -> tuple[list[int], list[list[int]]]:
+        """Each potential clique's home node, the smallest node containing it (ties: the first),
+        and the cliques each node hosts."""
+        tree = self.tree
+        home: list[int] = []
+        hosted: list[list[int]] = [[] for _ in tree.nodes]
+        for k, cl in enumerate(self.cliques):
+            hosts = tree.containing(cl)
+            if not hosts:
+                raise ValueError(f"clique {cl} is not covered by any junction-tree node")
+            home.append(min(hosts, key=lambda i: (self.domain.size(tree.nodes[i]), i)))
+            hosted[home[-1]].append(k)
+        return home, hosted
+
+    def _compile_separators(self, sizes: dict[str, int]) -> None:
+        """Each child's separator in its parent's layout order (the message axes), and the ways
+        between that order and the child's own layout."""
+        self._sep_order: dict[int, Clique] = {}
+        self._sep_axes: dict[int, list[int]] = {}  # message axes, as axes of the child's table
+        self._sep_back: dict[int, tuple[int, ...] | None] = {}  # parent's separator order -> child's
+        self._sep_there: dict[int, tuple[int, ...] | None] = {}  # and back
+        self._down_shape: dict[int, list[int]] = {}
+        for c, parent in self.tree.collect:
+            sep = set(self.tree.separator(c))
+            order = tuple(a for a in self.layouts[parent] if a in sep)
+            own = [a for a in self.layouts[c] if a in sep]
+            self._sep_order[c] = order
+            self._sep_axes[c] = [self.layouts[c].index(a) for a in order]
+            self._sep_back[c] = _perm(order, own)
+            self._sep_there[c] = _perm(own, order)
+            self._down_shape[c] = [sizes[a] if a in sep else 1 for a in self.layouts[c]]
 
     def _factor_plans(self, i: int, items: list[Clique], targets: list[Clique],
                       sizes: dict[str, int]) -> tuple[AdditionPlan, FactorPlan | None, FactorPlan] | None:
@@ -172,100 +184,111 @@ class TreeEngine:
             self._slots[slot] = [np.empty(p.shape) for p in self._add_plans]
         return self._slots[slot]
 
-    def _calibrate(self, log_potentials, total, slot) -> Calibration:
-        tree = self.tree
-        buffers = self._buffers(slot)
+    def _calibrate(self, log_potentials: Sequence[np.ndarray], total: float, slot: int | None) -> Calibration:
+        """The two passes. Collect (leaves first): each node is built from its potentials and its
+        children's messages and sends its own message up. Distribute (root first): each node's
+        counts are final (up to what it owes), so its read-outs give its potentials' marginals
+        and its children's separator counts, which each child takes as the factor it owes."""
+        run = PassState(self._buffers(slot), len(self.tree.nodes))
         in_layout = [v if perm is None else v.transpose(perm) for v, perm in zip(log_potentials, self._to_layout)]
-        beliefs: list[np.ndarray | None] = [None] * len(tree.nodes)
-        up: dict[int, np.ndarray] = {}
-        sums: dict[int, np.ndarray] = {}
-        deferred: dict[int, tuple[list[np.ndarray], float]] = {}  # roots normalised at read-out
-        beliefs_cells = self._cells
-        factors: dict[int, list[np.ndarray]] = {}  # factored nodes: their exponentiated factors
         for i in self._collect_order:
-            tables = [in_layout[k] for k in self._hosted[i]] + [up[c] for c in self._children[i]]
-            if i in self._factored:
-                merges, plan, _ = self._factored[i]
-                exps, bound = merges.exp_factors(tables)
-                if bound is not None:
-                    if plan is None:  # a root: read out (and normalised) on the way down
-                        factors[i], deferred[i] = exps, (tables, bound)
-                        beliefs[i] = buffers[i]
-                        continue
-                    total_up = plan.run(exps)[0]
-                    if total_up.min() >= _UNDERFLOW:
-                        factors[i], beliefs[i] = exps, buffers[i]
-                        up[i], sums[i] = np.log(total_up) + bound, total_up
-                        continue
-                    # underflow: form the table and take the exact path below
-                    beliefs[i] = merges.product(exps, out=buffers[i])
-                    up[i], sums[i] = self._collect(i, tables, beliefs[i], bound)
-                    continue
-            # Large nodes: exp(log-table - bound) as the product of the summands' shifted
-            # exponentials, one pass over the node and no exp of it (bound: the sum of the
-            # summands' maxima). Small ones (or a summand with no finite maximum): the log-table,
-            # shifted by its max below (fewer numpy calls).
-            bound = None
-            if beliefs_cells[i] >= _PRODUCT_CELLS:
-                beliefs[i], bound = self._add_plans[i].run_exp(tables, out=buffers[i])
-            if bound is None:
-                beliefs[i] = self._add_plans[i].run(tables, out=buffers[i])
-            if tree.parent[i] is not None:
-                up[i], sums[i] = self._collect(i, tables, beliefs[i], bound)
-            elif bound is not None:
-                deferred[i] = (tables, bound)
-            else:  # a root's belief is complete: turn it into counts summing to total
-                self._normalise(i, tables, beliefs[i], bound, total)
-        # Large tables are not rescaled in place on the way down: each keeps the factor it owes
-        # (its separator's counts / its own separator sums, or a root's total / mass), its
-        # read-outs include that factor, and `Calibration.beliefs` applies it if anyone asks.
-        owed: list[np.ndarray | float | None] = [None] * len(tree.nodes)
+            tables = [in_layout[k] for k in self._hosted[i]] + [run.up[c] for c in self._children[i]]
+            if not (i in self._factored and self._collect_factored(i, tables, run)):
+                self._collect_formed(i, tables, run, total)
         marginals: list[np.ndarray | None] = [None] * len(self.cliques)
         for i in self._distribute_order:
-            # Node i's counts are final (up to what it owes): read out its potentials' marginals
-            # and, for each child, the separator counts. The child holds exp(belief - shift) with
-            # separator sums `sums`: times (separator counts / sums) it holds its counts (0 where
-            # the sum is 0, a separator state impossible in the child's subtree, where the counts
-            # are 0 too).
-            if i in factors:
-                outs, owed[i] = self._read_factored(i, factors, deferred, beliefs, owed[i], total)
-            elif i in deferred:
-                outs, owed[i] = self._read_root(i, *deferred[i], beliefs[i], total)
-            else:
-                outs = self._marg_plans[i].run(beliefs[i], owed[i])
+            outs = self._read_out(i, run, total)
             hosted = self._hosted[i]
             for k, table in zip(hosted, outs):
                 marginals[k] = table
             for c, sep_counts in zip(self._children[i], outs[len(hosted) :]):
-                factor = np.divide(sep_counts, sums[c])
-                factor[sums[c] == 0] = 0.0
-                if self._sep_back[c] is not None:
-                    factor = factor.transpose(self._sep_back[c])
-                factor = factor.reshape(self._down_shape[c])
-                if beliefs_cells[c] >= _PRODUCT_CELLS:
-                    owed[c] = factor
-                else:
-                    beliefs[c] *= factor
-        return Calibration(beliefs, owed, self._to_node, marginals,
-                           {i: (self._factored[i][0], exps) for i, exps in factors.items()})
+                self._send_down(c, sep_counts, run)
+        return Calibration(run.beliefs, run.owed, self._to_node, marginals,
+                           {i: (self._factored[i][0], exps) for i, exps in run.factors.items()})
 
-    def _read_factored(self, i: int, factors: dict, deferred: dict, beliefs: list, owed: np.ndarray | None,
-                       total: float) -> tuple[list[np.ndarray], np.ndarray | float | None]:
+    def _read_out(self, i: int, run: PassState, total: float) -> list[np.ndarray]:
+        """Node ``i``'s read-outs (its potentials' marginals, then its children's separator
+        counts), from its factors, as a root's counts, or from its table; notes what it owes."""
+        if i in run.factors:
+            outs, run.owed[i] = self._read_factored(i, run, total)
+        elif i in run.deferred:
+            outs, run.owed[i] = self._read_root(i, *run.deferred[i], run.beliefs[i], total)
+        else:
+            outs = self._marg_plans[i].run(run.beliefs[i], run.owed[i])
+        return outs
+
+    def _collect_factored(self, i: int, tables: list[np.ndarray], run: PassState) -> bool:
+        """Collect at a node read out of its factors: its message is a contraction of its
+        exponentiated factors (a root waits for its read-out); its table is formed only when a
+        separator sum underflows. False (nothing done) when a summand has no finite maximum."""
+        merges, plan, _ = self._factored[i]
+        exps, bound = merges.exp_factors(tables)
+        if bound is None:
+            return False
+        if plan is None:  # a root: read out (and normalised) on the way down
+            run.factors[i], run.deferred[i] = exps, (tables, bound)
+            run.beliefs[i] = run.buffers[i]
+            return True
+        total_up = plan.run(exps)[0]
+        if total_up.min() >= _UNDERFLOW:
+            run.factors[i], run.beliefs[i] = exps, run.buffers[i]
+            run.up[i], run.sums[i] = np.log(total_up) + bound, total_up
+            return True
+        # underflow: form the table and take the exact path
+        run.beliefs[i] = merges.product(exps, out=run.buffers[i])
+        run.up[i], run.sums[i] = self._collect(i, tables, run.beliefs[i], bound)
+        return True
+
+    def _collect_formed(self, i: int, tables: list[np.ndarray], run: PassState, total: float) -> None:
+        """Collect at a node whose table is formed. Large nodes: exp(log-table - bound) as the
+        product of the summands' shifted exponentials, one pass over the node and no exp of it
+        (bound: the sum of the summands' maxima); a large root is normalised at read-out. Small
+        ones (or a summand with no finite maximum): the log-table, shifted by its max in
+        `_collect` (fewer numpy calls); a small root is turned into counts at once."""
+        bound = None
+        if self._cells[i] >= _PRODUCT_CELLS:
+            run.beliefs[i], bound = self._add_plans[i].run_exp(tables, out=run.buffers[i])
+        if bound is None:
+            run.beliefs[i] = self._add_plans[i].run(tables, out=run.buffers[i])
+        if self.tree.parent[i] is not None:
+            run.up[i], run.sums[i] = self._collect(i, tables, run.beliefs[i], bound)
+        elif bound is not None:
+            run.deferred[i] = (tables, bound)
+        else:  # a root's belief is complete: turn it into counts summing to total
+            self._normalise(i, tables, run.beliefs[i], bound, total)
+
+    def _send_down(self, c: int, sep_counts: np.ndarray, run: PassState) -> None:
+        """Child ``c`` holds exp(belief - shift) with separator sums ``run.sums[c]``: times
+        (separator counts / sums) it holds its counts (0 where the sum is 0, a separator state
+        impossible in its subtree, whose counts are 0 too). Large tables are not rescaled in
+        place: they keep that factor as owed, their read-outs include it, and
+        `Calibration.beliefs` applies it if anyone asks."""
+        factor = np.divide(sep_counts, run.sums[c])
+        factor[run.sums[c] == 0] = 0.0
+        if self._sep_back[c] is not None:
+            factor = factor.transpose(self._sep_back[c])
+        factor = factor.reshape(self._down_shape[c])
+        if self._cells[c] >= _PRODUCT_CELLS:
+            run.owed[c] = factor
+        else:
+            run.beliefs[c] *= factor
+
+    def _read_factored(self, i: int, run: PassState, total: float) -> tuple[list[np.ndarray], np.ndarray | float | None]:
         """Read-outs of factored node ``i`` and the factor its table owes: contracted from its
-        factors (and ``owed``, for a child). A root whose mass is too small for the bound is formed
-        and normalised exactly (and leaves ``factors``: its table is then complete)."""
+        factors (and what it owes, for a child). A root whose mass is too small for the bound is
+        formed and normalised exactly (and leaves ``run.factors``: its table is then complete)."""
         merges, _, plan = self._factored[i]
-        if i not in deferred:
-            return plan.run(factors[i] + [owed]), owed
-        outs = plan.run(factors[i])
+        if i not in run.deferred:
+            return plan.run(run.factors[i] + [run.owed[i]]), run.owed[i]
+        outs = plan.run(run.factors[i])
         mass = float(outs[0].sum())
         if mass >= _ROOT_MASS and np.isfinite(mass):
             scale = total / mass
             return [table * scale for table in outs], scale
-        tables, bound = deferred[i]
-        beliefs[i] = merges.product(factors.pop(i), out=beliefs[i])
-        self._normalise(i, tables, beliefs[i], bound, total)
-        return self._marg_plans[i].run(beliefs[i]), None
+        tables, bound = run.deferred[i]
+        run.beliefs[i] = merges.product(run.factors.pop(i), out=run.beliefs[i])
+        self._normalise(i, tables, run.beliefs[i], bound, total)
+        return self._marg_plans[i].run(run.beliefs[i]), None
 
     def _read_root(
         self, i: int, tables: list[np.ndarray], bound: float, belief: np.ndarray, total: float
@@ -341,30 +364,9 @@ class TreeEngine:
         return out
 
 
-class Calibration:
-    """The result of one belief propagation: the potential cliques' marginals (counts), and the
-    node tables, of which large ones may still owe a factor (applied in place on first request)."""
-
-    def __init__(self, tables: list, owed: list, to_node: list, marginals: list[np.ndarray], unformed: dict | None = None) -> None:
-        self.marginals = marginals
-        self._tables, self._owed, self._to_node = tables, owed, to_node
-        self._unformed = unformed or {}  # node -> (its AdditionPlan, its exponentiated factors)
-
-    def beliefs(self) -> list[np.ndarray]:
-        """Calibrated node counts, axes in node order (views of the engine's buffers for a slot)."""
-        for i, (plan, exps) in sorted(self._unformed.items()):
-            self._tables[i] = plan.product(exps, out=self._tables[i])
-        self._unformed = {}
-        for i, factor in enumerate(self._owed):
-            if factor is not None:
-                threads.scale(self._tables[i], factor)
-                self._owed[i] = None
-        return [b if p is None else b.transpose(p) for b, p in zip(self._tables, self._to_node)]
-
-
 #: a slice whose shifted sum falls below this has lost precision to underflow: redo it exactly.
 _UNDERFLOW = 1e-290
-#: nodes with at least this many cells are built as products of exponentials (see `_calibrate`).
+#: nodes with at least this many cells are built as products of exponentials (see `_collect_formed`).
 _PRODUCT_CELLS = 1 << 14
 #: nodes with at least this many cells may be contracted from their factors instead (see `_factor_plans`).
 _FACTOR_CELLS = threads.MIN_CELLS
@@ -376,14 +378,3 @@ def _perm(source: Sequence[str], target: Sequence[str]) -> tuple[int, ...] | Non
     """The axis permutation taking a table over ``source`` to ``target`` order (None: identity)."""
     perm = tuple(list(source).index(a) for a in target)
     return None if perm == tuple(range(len(perm))) else perm
-
-
-def brute_force_joint(domain: Domain, cliques: Sequence[Sequence[str]], log_potentials: Sequence[np.ndarray], total: float) -> np.ndarray:
-    """The full joint table (counts) of a small model, for tests: exp(sum of potentials), normalised."""
-    log_joint = np.zeros(domain.shape)
-    for cl, value in zip(cliques, log_potentials):
-        present = [a for a in domain.attrs if a in cl]
-        arr = np.transpose(value, [list(cl).index(a) for a in present])
-        log_joint = log_joint + arr.reshape([domain[a] if a in cl else 1 for a in domain.attrs])
-    log_joint = log_joint - logsumexp(log_joint, None) + np.log(total)
-    return np.exp(log_joint)

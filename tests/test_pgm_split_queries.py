@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from marginals.domain import Domain
-from pgm.inference import brute_force_joint
+from pgm.reference import brute_force_joint
 from pgm.queries import MarginalOracle
 from pgm.kernels.split_queries import split_marginals
 

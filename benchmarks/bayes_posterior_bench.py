@@ -25,7 +25,7 @@ import pandas as pd
 
 from aim import AIM
 from ddssp import AdaSSP, DDSSPLinearRegression, DDSSPLogisticRegression, ObjPert, build_encoding, mean_squared_error, roc_auc
-from ddssp.baselines.public import fit_encoded
+from ddssp.solvers import fit_encoded
 from ddssp.bayes.posterior import NoiseAwareGLM
 from ddssp.bayes.release import clip_rows, gaussian_ssp
 from marginals import Dataset

@@ -28,8 +28,7 @@ from .bayes.intervals import CoefficientIntervalMixin
 from .chebyshev import chebyshev_coefficients, log_sigmoid, monomial_coefficients
 from .encoding import Encoding, EncodingOptions
 from .inputs import DomainLike
-from .baselines.public import fit_encoded
-from .solvers import DEFAULT_RIDGE, quadratic_logistic_solution, solve_normal_equations
+from .solvers import DEFAULT_RIDGE, fit_encoded, quadratic_logistic_solution, solve_normal_equations
 from .statistics import sufficient_statistics
 
 #: What a DD-SSP fit holds besides ``coef_`` & co.: all read off its source, so on a release all of it is

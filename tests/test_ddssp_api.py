@@ -102,7 +102,7 @@ def test_bad_input_errors(name, raises_private):
     with pytest.raises(ValueError, match="needs its public domain"):
         make(name).fit(DF)
     with pytest.raises(DataError, match="empty table"):
-        make(name).fit(DF.iloc[:0], domain=DATA.domain)
+        make(name).set_params(domain=DATA.domain).fit(DF.iloc[:0])
     with pytest.raises(ValueError, match="invalid"):
         make(name).set_params(invalid=1)
     model = make(name).fit(DATA)
@@ -131,7 +131,9 @@ def test_estimator_specific_errors():
     with pytest.raises(TypeError, match="encoding must be an EncodingOptions"):
         DDSSPLinearRegression("hours", encoding={"intercept": True}).fit(DATA)
     with pytest.raises(DataError, match="outside the codes"):
-        DDSSPLinearRegression("hours").fit(DF.assign(age=99), domain=DATA.domain)
+        DDSSPLinearRegression("hours", domain=DATA.domain).fit(DF.assign(age=99))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'domain'"):  # a hyperparameter only
+        DDSSPLinearRegression("hours").fit(DF, domain=DATA.domain)
     with pytest.raises(ValueError, match="empty table"):
         DDSSPLinearRegression("hours").fit(EmptyRelease())
 

@@ -149,7 +149,7 @@ def test_unfitted_wrong_width_and_columns_by_name(est):
     with pytest.raises(NotFittedError):
         clone(est).predict(X)
     columns = DOMAIN.project(FEATURES + [y.name])  # arrays: columns by position, in the domain's order
-    model = clone(est).fit(X.to_numpy(), y.to_numpy(), domain=columns)
+    model = clone(est).set_params(domain=columns).fit(X.to_numpy(), y.to_numpy())
     assert not hasattr(model, "feature_names_in_") and model.n_features_in_ == len(FEATURES)
     with pytest.raises(ValueError, match=f"X has 5 features, but {_name(est)} is expecting 6 features"):
         model.predict(X.to_numpy()[:, :5])

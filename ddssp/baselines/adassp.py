@@ -38,7 +38,7 @@ from marginals import Accountant, BudgetExceeded, cdp_rho
 from marginals.lattice import lattice_gaussian, symmetric_lattice_gaussian
 from marginals.randomness import NoiseSource
 
-from ..base import DPEstimator, LinearRegressor, store_params
+from ..base import DPEstimator, LinearRegressor
 from ..encoding import Encoding, EncodingOptions
 from ..inputs import DomainLike
 from ..solvers import solve_linear_system
@@ -86,7 +86,16 @@ class AdaSSP(DPEstimator, LinearRegressor):
         accountant: Accountant | None = None, random_state: NoiseSource = None,
         domain: DomainLike = None,
     ) -> None:  # fmt: skip
-        store_params(self, locals())
+        self.epsilon = epsilon
+        self.delta = delta
+        self.target = target
+        self.categorical = categorical
+        self.encoding = encoding
+        self.failure_prob = failure_prob
+        self.budget_split = budget_split
+        self.accountant = accountant
+        self.random_state = random_state
+        self.domain = domain
 
     def _check_params(self) -> None:
         super()._check_params()

@@ -41,7 +41,7 @@ import numpy as np
 from marginals.exact import discrete_gaussian, noise_variance
 from marginals.randomness import NoiseSource, RandomSource
 
-from ..base import DPEstimator, LogisticClassifier, store_params
+from ..base import DPEstimator, LogisticClassifier
 from ..encoding import Encoding, EncodingOptions
 from ..inputs import DomainLike
 from ..solvers import fit_logistic
@@ -85,7 +85,14 @@ class ObjPert(DPEstimator, LogisticClassifier):
         encoding: EncodingOptions | None = None, accountant: Any = None,
         random_state: NoiseSource = None, domain: DomainLike = None,
     ) -> None:  # fmt: skip
-        store_params(self, locals())
+        self.epsilon = epsilon
+        self.delta = delta
+        self.target = target
+        self.categorical = categorical
+        self.encoding = encoding
+        self.accountant = accountant
+        self.random_state = random_state
+        self.domain = domain
 
     def _fit_encoded(self, source: Any, encoding: Encoding) -> None:
         """Fit on the private rows in memory (a `Dataset`)."""

@@ -38,7 +38,7 @@ from marginals import Domain, cdp_rho
 from marginals.randomness import NoiseSource
 from marginals.source import MarginalSource, as_marginal_source, implements, is_rows
 
-from ..base import DPEstimator, LinearRegressor, LogisticClassifier, store_params
+from ..base import DPEstimator, LinearRegressor, LogisticClassifier
 from ..encoding import Encoding, EncodingOptions
 from ..inputs import DomainLike
 from ..statistics import sufficient_statistics
@@ -113,7 +113,20 @@ class _PMTModel(DPEstimator):
         accountant: Any = None, random_state: NoiseSource = None,
         domain: DomainLike = None,
     ) -> None:  # fmt: skip
-        store_params(self, locals())
+        self.epsilon = epsilon
+        self.delta = delta
+        self.target = target
+        self.categorical = categorical
+        self.encoding = encoding
+        self.public_moment = public_moment
+        self.moment_transform = moment_transform
+        self.ridge = ridge
+        self.eta = eta
+        self.moment_ridge = moment_ridge
+        self.newton_steps = newton_steps
+        self.accountant = accountant
+        self.random_state = random_state
+        self.domain = domain
 
     def _check_params(self) -> None:
         super()._check_params()

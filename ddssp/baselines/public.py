@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ..base import LinearRegressor, LogisticClassifier, store_params
+from ..base import LinearRegressor, LogisticClassifier
 from ..encoding import Encoding, EncodingOptions
 from ..inputs import DomainLike
 from ..solvers import fit_encoded
@@ -22,7 +22,10 @@ class _PublicModel:
         self, target: str | None = None, categorical: Sequence[str] | None = None,
         encoding: EncodingOptions | None = None, domain: DomainLike = None,
     ) -> None:  # fmt: skip
-        store_params(self, locals())
+        self.target = target
+        self.categorical = categorical
+        self.encoding = encoding
+        self.domain = domain
 
     def _fit_encoded(self, source: Any, encoding: Encoding) -> None:
         table = private_rows(type(self).__name__, source, unweighted=False)

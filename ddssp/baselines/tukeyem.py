@@ -28,7 +28,7 @@ import numpy as np
 
 from marginals.randomness import NoiseSource
 
-from ..base import DPEstimator, LinearRegressor, store_params
+from ..base import DPEstimator, LinearRegressor
 from ..encoding import Encoding, EncodingOptions
 from ..inputs import DomainLike
 from .common import encoded_rows
@@ -77,7 +77,17 @@ class TukeyEM(DPEstimator, LinearRegressor):
         jitter: float = 1e-10, accountant: Any = None, random_state: NoiseSource = None,
         domain: DomainLike = None,
     ) -> None:  # fmt: skip
-        store_params(self, locals())
+        self.epsilon = epsilon
+        self.delta = delta
+        self.target = target
+        self.categorical = categorical
+        self.encoding = encoding
+        self.n_models = n_models
+        self.monotone = monotone
+        self.jitter = jitter
+        self.accountant = accountant
+        self.random_state = random_state
+        self.domain = domain
 
     def _check_params(self) -> None:
         super()._check_params()

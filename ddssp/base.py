@@ -246,7 +246,7 @@ class DPEstimator:
 
     _guarantee = "(epsilon, delta)-DP from its own analysis"
     _released_attributes = {
-        "private_": "whether the noise came from a secure source (the random_state hyperparameter)",
+        "private_": "whether the noise came from a secure source (the insecure_seed hyperparameter)",
         "privacy_": "the guarantee: the budget hyperparameters, the mechanism's name and private_",
     }
 
@@ -262,7 +262,7 @@ class DPEstimator:
 
     def _noise(self) -> RandomSource:
         """The published noise source: secure by default; an int seed warns and marks the fit not private."""
-        rng = noise_source(self.random_state, "random_state")
+        rng = noise_source(self.insecure_seed, "insecure_seed")
         self.private_ = rng.private
         return rng
 

@@ -59,7 +59,7 @@ class AdaSSP(DPEstimator, LinearRegressor):
             in Wang's Alg. 2 (the DD-SSP code used 1/3, 0.633, 0.033).
         accountant: a `marginals.Accountant` to charge; None creates one of exactly
             (epsilon, delta) per fit. Exposed as ``accountant_``.
-        random_state: None (default: noise from the OS's secure source), or for tests only an int
+        insecure_seed: None (default: noise from the OS's secure source), or for tests only an int
             seed / `marginals.InsecureRandom`, which warns and sets ``private_ = False``.
 
     Learned: ``coef_``, ``intercept_``, ``sigmas_`` (noise std of each release), ``sensitivities_``,
@@ -83,7 +83,7 @@ class AdaSSP(DPEstimator, LinearRegressor):
         self, epsilon: float, delta: float, target: str | None = None,
         categorical: Sequence[str] | None = None, encoding: EncodingOptions | None = None,
         failure_prob: float = 0.05, budget_split: Sequence[float] = (1 / 3, 1 / 3, 1 / 3),
-        accountant: Accountant | None = None, random_state: NoiseSource = None,
+        accountant: Accountant | None = None, insecure_seed: NoiseSource = None,
         domain: DomainLike = None,
     ) -> None:  # fmt: skip
         self.epsilon = epsilon
@@ -94,7 +94,7 @@ class AdaSSP(DPEstimator, LinearRegressor):
         self.failure_prob = failure_prob
         self.budget_split = budget_split
         self.accountant = accountant
-        self.random_state = random_state
+        self.insecure_seed = insecure_seed
         self.domain = domain
 
     def _check_params(self) -> None:

@@ -67,7 +67,7 @@ class ObjPert(DPEstimator, LogisticClassifier):
         target: a 2-level attribute (code 1 is the positive class).
         categorical, encoding, domain: as for `AdaSSP` (a public domain: the bound ||X|| comes from it).
         accountant: must be None (see the module docstring); kept so all baselines share the API.
-        random_state: None (default: noise from the OS's secure source), or for tests only an int
+        insecure_seed: None (default: noise from the OS's secure source), or for tests only an int
             seed / `marginals.InsecureRandom`, which warns and sets ``private_ = False``.
 
     Learned: ``coef_``, ``intercept_``, ``classes_``, ``regularization_`` (Delta), ``noise_std_`` (std
@@ -83,7 +83,7 @@ class ObjPert(DPEstimator, LogisticClassifier):
     def __init__(
         self, epsilon: float, delta: float, target: str | None = None, categorical: Sequence[str] | None = None,
         encoding: EncodingOptions | None = None, accountant: Any = None,
-        random_state: NoiseSource = None, domain: DomainLike = None,
+        insecure_seed: NoiseSource = None, domain: DomainLike = None,
     ) -> None:  # fmt: skip
         self.epsilon = epsilon
         self.delta = delta
@@ -91,7 +91,7 @@ class ObjPert(DPEstimator, LogisticClassifier):
         self.categorical = categorical
         self.encoding = encoding
         self.accountant = accountant
-        self.random_state = random_state
+        self.insecure_seed = insecure_seed
         self.domain = domain
 
     def _fit_encoded(self, source: Any, encoding: Encoding) -> None:

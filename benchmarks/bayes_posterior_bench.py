@@ -25,7 +25,7 @@ import pandas as pd
 
 from aim import AIM
 from ddssp import AdaSSP, DDSSPLinearRegression, DDSSPLogisticRegression, ObjPert, build_encoding, mean_squared_error, roc_auc
-from ddssp.baselines.public import fit_encoded
+from ddssp.solvers import fit_encoded
 from ddssp.bayes.posterior import NoiseAwareGLM
 from ddssp.bayes.release import clip_rows, gaussian_ssp
 from marginals import Dataset
@@ -59,7 +59,7 @@ def calibration_rows(job: tuple[float, int, int, bool]) -> list[dict]:
     """One synthetic data set of the calibration: (eps, rep, draws, naive) -> a row per level and coefficient."""
     eps, rep, samples, naive = job
     X, y = synthetic(1000 + rep)
-    stats = gaussian_ssp(X, y, "logistic", eps, 1e-5, random_state=InsecureRandom(rep, warn=False))
+    stats = gaussian_ssp(X, y, "logistic", eps, 1e-5, insecure_seed=InsecureRandom(rep, warn=False))
     rows = []
     for aware in (True, False) if naive else (True,):
         with warnings.catch_warnings():
@@ -93,7 +93,7 @@ def _task_fits(kind: str, train: Dataset, release, eps: float, seed: int, args) 
     enc = build_encoding(train.domain.project(feats + [target]), target, kind, categorical=[])
     X, y = enc.encode(train.to_df())
     fits = {}
-    stats = gaussian_ssp(X * SCALE, y, kind, eps, 1e-5, random_state=InsecureRandom(seed, warn=False))
+    stats = gaussian_ssp(X * SCALE, y, kind, eps, 1e-5, insecure_seed=InsecureRandom(seed, warn=False))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -106,7 +106,7 @@ def _task_fits(kind: str, train: Dataset, release, eps: float, seed: int, args) 
         model = DDSSPLinearRegression if kind == "linear" else DDSSPLogisticRegression
         fits["ddssp"] = model(target, categorical=[]).fit(sub).coef_
         baseline = AdaSSP if kind == "linear" else ObjPert
-        fits[baseline.__name__.lower()] = baseline(eps, 1e-5, target, categorical=[], random_state=seed).fit(train.project(feats + [target])).coef_
+        fits[baseline.__name__.lower()] = baseline(eps, 1e-5, target, categorical=[], insecure_seed=seed).fit(train.project(feats + [target])).coef_
     fits["public"] = fit_encoded(enc, train.to_df(), kind)
     return fits
 

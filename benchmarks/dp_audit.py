@@ -259,7 +259,7 @@ def audit_adassp(runs: int, broken: bool, source: RandomSource, confidence: floa
         for table in (base, neighbour):
             coefs = np.empty(runs)
             for i in range(runs):
-                model = AdaSSP(epsilon, delta, "y", random_state=source).fit(table)
+                model = AdaSSP(epsilon, delta, "y", insecure_seed=source).fit(table)
                 coefs[i] = model.coef_[0]
                 ridges.add(model.ridge_ > 0)
             stats.append(coefs)
@@ -284,7 +284,7 @@ def audit_objpert_fits(runs: int, broken: bool, source: RandomSource, confidence
         for table in _objpert_tables(rows):
             coefs = np.empty(runs)
             for i in range(runs):
-                coefs[i] = ObjPert(epsilon, delta, "y", random_state=source).fit(table).coef_[0]
+                coefs[i] = ObjPert(epsilon, delta, "y", insecure_seed=source).fit(table).coef_[0]
             stats.append(coefs)
     result = audit_samples(stats[0], stats[1], delta, confidence)
     return {**result, "eps_claim": epsilon, "delta": delta, "params": {"epsilon": epsilon, "rows": rows}}
@@ -329,7 +329,7 @@ def audit_objpert_exact(runs: int, broken: bool, source: RandomSource, confidenc
                         epsilon: float = 2.0, delta: float = 1e-3, rows: int = 1000) -> dict:
     sides = []
     for table in _objpert_tables(rows):
-        model = ObjPert(epsilon, delta, "y", random_state=source).fit(table)  # for noise_std_, Delta, encoding
+        model = ObjPert(epsilon, delta, "y", insecure_seed=source).fit(table)  # for noise_std_, Delta, encoding
         boundary = objpert_boundary(model, table)
         scale = model.noise_std_ / BROKEN_FACTOR if broken else model.noise_std_
         b = foc_noise(source, scale, runs)

@@ -122,7 +122,7 @@ def pmt_audit_tables(rows: int = 1000) -> tuple[Dataset, Dataset]:
 
 def pmt_audit_arrays(tables, epsilon: float, delta: float, source: RandomSource) -> tuple[list, PMTLinearRegression]:
     """The encoded (X, y) of each table, by an estimator fitted once on the first (its encoding)."""
-    model = PMTLinearRegression(epsilon, delta, "y", public_moment=PMT_MOMENT, random_state=source).fit(tables[0])
+    model = PMTLinearRegression(epsilon, delta, "y", public_moment=PMT_MOMENT, insecure_seed=source).fit(tables[0])
     return [model.encoding_.encode(t.to_df()) for t in tables], model
 
 

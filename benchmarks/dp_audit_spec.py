@@ -101,7 +101,7 @@ def released_keys(table: pd.DataFrame, rho: float, threshold_delta: float, sourc
 def _read(path: Path, broken: bool) -> pd.DataFrame:
     if broken:
         return pd.read_csv(path)  # pandas' type inference across all rows (the old path)
-    return read_csv_file(path, text=True, skipinitialspace=True)  # as `ddssp.cli.spec.synth_raw` reads --data
+    return read_csv_file(path, text=True, skipinitialspace=True)  # as `ddssp.cli.synth.synth_raw` reads --data
 
 
 def audit_spec_inference(runs: int, broken: bool, source: RandomSource, confidence: float,

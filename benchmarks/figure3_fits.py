@@ -306,7 +306,7 @@ def private_rows(task: Task, data: Dataset, cells: list, spec: dict, n_test: int
     method, cls = ("adassp", AdaSSP) if task.kind == "linear" else ("objpert", ObjPert)
     for eps, trial in cells:
         seed = seed_of(method, eps, trial)
-        model = cls(eps, delta, task.target, categorical=task.categorical, random_state=seed)
+        model = cls(eps, delta, task.target, categorical=task.categorical, insecure_seed=seed)
         seconds, n_col = timed_fit(model, data, warns)
         rows.append(task.row(method, eps, trial, delta, len(data), n_test, seed=seed, metric=evaluate(model, task, test),
                              seconds=seconds, collinearity_warnings=n_col))  # fmt: skip

@@ -70,7 +70,7 @@ def pmt_model(kind: str, eps: float, delta: float, target: str, categorical, pub
               transform: bool = True):  # fmt: skip
     cls = PMTLinearRegression if kind == "linear" else PMTLogisticRegression
     return cls(eps, delta, target, categorical=categorical, public_moment=public_moment, moment_transform=transform,
-               random_state=seed)  # fmt: skip
+               insecure_seed=seed)  # fmt: skip
 
 
 def baseline_fits(task, data: Dataset, eps_list, trials: int, delta: float, categorical, seed_for):
@@ -86,7 +86,7 @@ def baseline_fits(task, data: Dataset, eps_list, trials: int, delta: float, cate
         for eps, trial in grid(eps_list, trials):
             seed = seed_for(method, eps, trial)
             if method == "tukeyem":
-                model = TukeyEM(eps, delta, task.target, categorical=categorical, n_models=m, random_state=seed)
+                model = TukeyEM(eps, delta, task.target, categorical=categorical, n_models=m, insecure_seed=seed)
                 yield method, eps, trial, seed, model, data, {"n_models": m}
             else:
                 model = pmt_model(task.kind, eps, delta, task.target, categorical, public, seed,

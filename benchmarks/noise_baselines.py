@@ -42,7 +42,7 @@ def run(out: str, trials: int, eps_list, n_train: int) -> None:
             for trial in range(trials):
                 seed = 1000 * trial + int(100 * eps)
                 cls, method = (AdaSSP, "adassp") if task.kind == "linear" else (ObjPert, "objpert")
-                fits = [(method, cls(eps, 1e-5, task.target, categorical=task.categorical, random_state=seed), data),
+                fits = [(method, cls(eps, 1e-5, task.target, categorical=task.categorical, insecure_seed=seed), data),
                         ("pmt", pmt_model(task.kind, eps, 1e-5, task.target, task.categorical, public, seed), private)]
                 for name, model, source in fits:
                     start = time.process_time()

@@ -39,14 +39,7 @@ from marginals.privacy import check_epsilon_delta
 from marginals.randomness import RandomSource, noise_source
 
 from .encoding import Encoding, EncodingOptions, build_encoding, read_codes
-from .inputs import DomainLike, FitInput, predict_table, resolve_fit, sub_discretizer
-
-
-def store_params(estimator: Any, params: dict[str, Any]) -> None:
-    """Store every ``__init__`` argument unchanged (call as ``store_params(self, locals())``)."""
-    for name, value in params.items():
-        if name not in ("self", "__class__"):
-            setattr(estimator, name, value)
+from .inputs import FitInput, predict_table, resolve_fit, sub_discretizer
 
 
 def released_attributes(estimator: Any) -> dict[str, str]:
@@ -93,26 +86,25 @@ class EncodedLinearModel:
 
     # -- fitting --------------------------------------------------------------------------------
 
-    def fit(self, X: Any, y: Any = None, *, domain: DomainLike = None) -> Any:
+    def fit(self, X: Any, y: Any = None) -> Any:
         """Fit on a release or other marginal source, a DataFrame holding the target, or ``X, y``.
 
-        ``domain`` (here or as the ``domain`` parameter) is the public domain of a DataFrame or
-        of ``X, y``: a `Domain`, a `Discretizer` (raw values) or an int number of levels.
+        The public domain of a DataFrame or of ``X, y`` is the ``domain`` hyperparameter: a
+        `Domain`, a `Discretizer` (raw values) or an int number of levels.
         """
         self._check_params()
-        data = self._resolve(X, y, domain)
+        data = self._resolve(X, y)
         encoding = self._encoding(data.source.domain, self._task, data.target)
         self._set_inputs(data, encoding)
         self._fit_encoded(data.source, encoding)
         return self
 
-    def _resolve(self, X: Any, y: Any, domain: Any) -> FitInput:
-        domain = self.domain if domain is None else domain
+    def _resolve(self, X: Any, y: Any) -> FitInput:
         if y is None and isinstance(X, (np.ndarray, list, tuple)):
             raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None: call "
                              "fit(X, y) on codes, or fit(source) on a release, a Dataset or a DataFrame with the target")  # fmt: skip
         try:
-            return resolve_fit(X, y, self.target, domain, _is_logistic(self))
+            return resolve_fit(X, y, self.target, self.domain, _is_logistic(self))
         except TypeError as exc:
             raise TypeError(f"cannot fit: {exc}") from None
 
@@ -254,7 +246,7 @@ class DPEstimator:
 
     _guarantee = "(epsilon, delta)-DP from its own analysis"
     _released_attributes = {
-        "private_": "whether the noise came from a secure source (the random_state hyperparameter)",
+        "private_": "whether the noise came from a secure source (the insecure_seed hyperparameter)",
         "privacy_": "the guarantee: the budget hyperparameters, the mechanism's name and private_",
     }
 
@@ -270,7 +262,7 @@ class DPEstimator:
 
     def _noise(self) -> RandomSource:
         """The published noise source: secure by default; an int seed warns and marks the fit not private."""
-        rng = noise_source(self.random_state, "random_state")
+        rng = noise_source(self.insecure_seed, "insecure_seed")
         self.private_ = rng.private
         return rng
 

@@ -23,13 +23,12 @@ from marginals import Dataset
 from marginals.randomness import SamplingSeed, sampling_rng
 from marginals.source import ModelSource, implements, implements_member
 
-from .base import LinearRegressor, LogisticClassifier, store_params
+from .base import LinearRegressor, LogisticClassifier
 from .bayes.intervals import CoefficientIntervalMixin
 from .chebyshev import chebyshev_coefficients, log_sigmoid, monomial_coefficients
 from .encoding import Encoding, EncodingOptions
 from .inputs import DomainLike
-from .baselines.public import fit_encoded
-from .solvers import DEFAULT_RIDGE, quadratic_logistic_solution, solve_normal_equations
+from .solvers import DEFAULT_RIDGE, fit_encoded, quadratic_logistic_solution, solve_normal_equations
 from .statistics import sufficient_statistics
 
 #: What a DD-SSP fit holds besides ``coef_`` & co.: all read off its source, so on a release all of it is
@@ -75,7 +74,16 @@ class DDSSPLinearRegression(CoefficientIntervalMixin, LinearRegressor):
         n_boot: int = 50, interval_alpha: float = 0.1, interval_kind: str = "bias_aware",
         random_state: SamplingSeed = None, domain: DomainLike = None,
     ) -> None:  # fmt: skip
-        store_params(self, locals())
+        self.target = target
+        self.categorical = categorical
+        self.encoding = encoding
+        self.ridge = ridge
+        self.interval = interval
+        self.n_boot = n_boot
+        self.interval_alpha = interval_alpha
+        self.interval_kind = interval_kind
+        self.random_state = random_state
+        self.domain = domain
 
     _released_attributes = DDSSP_RELEASED
 
@@ -115,7 +123,20 @@ class DDSSPLogisticRegression(CoefficientIntervalMixin, LogisticClassifier):
         interval: str | None = None, n_boot: int = 50, interval_alpha: float = 0.1, interval_kind: str = "bias_aware",
         random_state: SamplingSeed = None, domain: DomainLike = None,
     ) -> None:  # fmt: skip
-        store_params(self, locals())
+        self.target = target
+        self.categorical = categorical
+        self.encoding = encoding
+        self.degree = degree
+        self.radius = radius
+        self.method = method
+        self.alpha = alpha
+        self.ridge = ridge
+        self.interval = interval
+        self.n_boot = n_boot
+        self.interval_alpha = interval_alpha
+        self.interval_kind = interval_kind
+        self.random_state = random_state
+        self.domain = domain
 
     _released_attributes = {
         **DDSSP_RELEASED,
@@ -167,7 +188,13 @@ class AIMSynth(LinearRegressor):
         encoding: EncodingOptions | None = None, n_synthetic: int | None = None,
         random_state: SamplingSeed = None, domain: DomainLike = None,
     ) -> None:  # fmt: skip
-        store_params(self, locals())
+        self.target = target
+        self.task = task
+        self.categorical = categorical
+        self.encoding = encoding
+        self.n_synthetic = n_synthetic
+        self.random_state = random_state
+        self.domain = domain
 
     _released_attributes = {
         "n_synthetic_": "the number of synthetic rows fitted: n_synthetic, or the release's (noisy) total",

@@ -70,8 +70,8 @@ def coded_table(df: pd.DataFrame, domain: DomainLike, target: str, target_levels
     ``exact``: every column of ``df`` is an attribute (fit(X, y)); otherwise columns the domain
     does not name are ignored and every domain attribute is needed (a whole table)."""
     if domain is None:
-        raise ValueError("a DataFrame of codes needs its public domain: pass domain=... (a Domain, a Discretizer or "
-                         "an int number of levels); levels are never inferred from the rows")  # fmt: skip
+        raise ValueError("a DataFrame of codes needs its public domain: construct the estimator with domain=... (a "
+                         "Domain, a Discretizer or an int number of levels); levels are never inferred from the rows")  # fmt: skip
     cols = [str(c) for c in df.columns]
     if isinstance(domain, Discretizer):
         disc = sub_discretizer(domain, cols) if exact else domain

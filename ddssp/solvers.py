@@ -1,4 +1,5 @@
-"""Numerical solvers shared by the estimators: ridge normal equations and logistic likelihoods.
+"""Numerical solvers shared by the estimators: ridge normal equations, logistic likelihoods and
+the non-private fit on encoded rows (`fit_encoded`: AIM-Synth and the public baselines).
 
 `solve_normal_equations` solves (G + ridge I) theta = r for a symmetric G with an eigen-
 decomposition. Features whose diagonal entry of G is zero (a level that never occurs, a
@@ -10,9 +11,14 @@ singular (condition number beyond 1 / `SINGULAR_RTOL`) it warns and returns the 
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 from scipy.special import expit
+
+if TYPE_CHECKING:
+    from .encoding import Encoding
 
 #: eigenvalues below this fraction of the largest are treated as zero (pseudo-inverse fallback).
 SINGULAR_RTOL = 1e-12
@@ -163,4 +169,21 @@ def fit_logistic(
             break  # no decrease representable in floating point: at the optimum
         theta = theta + size * step
         value, grad = new_value, new_grad
+    return theta
+
+
+def fit_encoded(encoding: Encoding, df: pd.DataFrame, task: str) -> np.ndarray:
+    """Non-private fit on a table: minimum-norm least squares (linear) or maximum likelihood (logistic).
+
+    All-zero columns (levels absent from the table) get coefficient exactly 0.
+    """
+    X, y = encoding.encode(df)
+    if X.shape[0] == 0:
+        raise ValueError("cannot fit a regression on an empty table (0 rows)")
+    live = np.any(X != 0, axis=0)
+    theta = np.zeros(X.shape[1])
+    if task == "linear":
+        theta[live] = np.linalg.lstsq(X[:, live], y, rcond=None)[0]
+    else:
+        theta[live] = fit_logistic(X[:, live], y)
     return theta

@@ -73,7 +73,7 @@ def test_objpert_threshold_identity_on_real_fits():
     """coef_ > t  <=>  b < c(t), checked on real fits whose noise b is replayed from the same seed."""
     for table in audit._objpert_tables(200):
         for seed in range(8):
-            model = ObjPert(2.0, 1e-3, "y", random_state=InsecureRandom(seed, warn=False)).fit(table)
+            model = ObjPert(2.0, 1e-3, "y", insecure_seed=InsecureRandom(seed, warn=False)).fit(table)
             b = lattice_noise(InsecureRandom(seed, warn=False), model.noise_std_, 1)[0][0]  # ObjPert's exact draw
             c = audit.objpert_boundary(model, table)
             theta = model.coef_[0]
@@ -149,7 +149,7 @@ def test_pmt_audit_replays_the_estimator_and_hits_the_clip_radii():
     for table, (X, y) in zip(tables, arrays):
         for seed in range(4):
             fitted = PMTLinearRegression(1.0, 1e-3, "y", public_moment=baselines.PMT_MOMENT,
-                                         random_state=InsecureRandom(seed, warn=False)).fit(table)
+                                         insecure_seed=InsecureRandom(seed, warn=False)).fit(table)
             assert fitted.coef_[0] == baselines.pmt_fit_coef(X, y, model, mu, InsecureRandom(seed, warn=False))
         moment = baselines.PMT_MOMENT[:1, :1] + model.moment_ridge * np.eye(1)
         transformed, radius, _, _ = pmt_transform(X, moment, model.eta)

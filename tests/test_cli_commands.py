@@ -97,7 +97,7 @@ def test_synth_workload_file(coded, tmp_path):
 def test_synth_runs_on_the_shipped_adult_without_the_shared_data(tmp_path):
     env = {**os.environ, "DP_MARGINALS_DATA": str(tmp_path / "absent"), "PYTHONPATH": str(ROOT)}
     proc = subprocess.run(
-        [sys.executable, "-m", "ddssp.cli.app", "synth", "--epsilon", "0.1", "--max-model-size", "2", "--rows", "500",
+        [sys.executable, "-m", "ddssp.cli", "synth", "--epsilon", "0.1", "--max-model-size", "2", "--rows", "500",
          "--show-private-values"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
     )
     assert proc.returncode == 0, proc.stderr
@@ -312,12 +312,12 @@ def test_usage_errors_are_one_line(capsys, release_file):
 
 
 def test_internal_error_exits_1_and_debug_shows_traceback(release_file, capsys, monkeypatch):
-    import ddssp.cli.fit as cli_fit
+    import ddssp.cli.inspect as cli_inspect
 
     def broken(release):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(cli_fit, "release_report", broken)
+    monkeypatch.setattr(cli_inspect, "release_report", broken)
     line = _one_line_error(capsys, 1, ["inspect", str(release_file)])
     assert "internal error: RuntimeError: boom" in line and "--debug" in line
     with pytest.raises(RuntimeError, match="boom"):

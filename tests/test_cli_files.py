@@ -122,7 +122,7 @@ def test_discretize_outputs_never_overwrite_inputs(raw, capsys):
 
 def test_synth_writes_release_and_csv_all_or_nothing(coded, capsys, tmp_path, monkeypatch):
     folder, _ = coded
-    import ddssp.cli.app as cli
+    import ddssp.cli.synth as cli
 
     def fail_csv(path, text, mode=None):
         raise OSError(28, "No space left on device (simulated)")
@@ -229,7 +229,7 @@ def test_discretize_out_dir_naming_a_file(raw, capsys):
 
 
 def test_internal_key_error_exits_1_unknown_attribute_exits_2(coded, capsys, tmp_path, monkeypatch):
-    import ddssp.cli.fit as cli_fit
+    import ddssp.cli.inspect as cli_inspect
 
     folder, _ = coded
     assert main(_synth(tmp_path, str(folder / "mine.csv"), str(folder / "domain.json"))) == 0
@@ -238,14 +238,14 @@ def test_internal_key_error_exits_1_unknown_attribute_exits_2(coded, capsys, tmp
     def internal(rel):
         return {}["missing key"]  # a programming error, not bad input
 
-    monkeypatch.setattr(cli_fit, "release_report", internal)
+    monkeypatch.setattr(cli_inspect, "release_report", internal)
     assert main(["inspect", release]) == 1
     assert "internal error: KeyError" in capsys.readouterr().err
 
     def unknown(rel):
         return rel.domain["no-such-attribute"]
 
-    monkeypatch.setattr(cli_fit, "release_report", unknown)
+    monkeypatch.setattr(cli_inspect, "release_report", unknown)
     assert main(["inspect", release]) == 2
     err = capsys.readouterr().err
     assert err.strip() == f"dp-marginals: error: unknown attribute 'no-such-attribute'; the domain has {list(Domain.load(folder / 'domain.json').attrs)}"

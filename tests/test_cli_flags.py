@@ -59,6 +59,17 @@ def test_every_flag_of_every_subcommand_has_help():
             assert action.help and len(action.help) > 10, (name, action.option_strings or action.dest)
 
 
+def test_help_speaks_to_users_not_developers(capsys):
+    commands = sorted(_subparsers(build_parser()))
+    assert commands == ["discretize", "fit", "inspect", "predict", "report", "spec", "synth"]
+    for argv in ([], *([c] for c in commands)):
+        assert main([*argv, "--help"]) == 0
+        out = capsys.readouterr().out
+        assert out.startswith("usage: dp-marginals") and "--quiet" in out if argv else "COMMAND" in out
+        for note in ("ddssp", "import chain", "``", "marginals.spec"):  # module paths and reST belong in docstrings
+            assert note not in out, (argv, note)
+
+
 def test_budget_and_target_flags_say_what_they_are(capsys):
     subs = _subparsers(build_parser())
     helps = {(n, o): a.help for n, s in subs.items() for a in s._actions for o in a.option_strings}

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.exceptions import NotFittedError
@@ -19,7 +22,8 @@ from ddssp import (
     PublicLogisticRegression,
     TukeyEM,
 )
-from marginals import DataError, InsecureRandom
+from ddssp.bayes import ldp, release
+from marginals import DataError, InsecureRandom, InsecureSeedWarning
 from marginals.datasets import demo_dataset
 
 DATA = demo_dataset(2500, seed=21)
@@ -30,14 +34,14 @@ FACTORIES = {
     "ddssp-logistic": lambda cat, enc: DDSSPLogisticRegression("income", cat, enc, radius=5.0),
     "aimsynth-linear": lambda cat, enc: AIMSynth("hours", "linear", cat, enc, random_state=3),
     "aimsynth-logistic": lambda cat, enc: AIMSynth("income", "logistic", cat, enc, random_state=3),
-    "adassp": lambda cat, enc: AdaSSP(1.0, 1e-6, "hours", cat, enc, random_state=3),
-    "objpert": lambda cat, enc: ObjPert(1.0, 1e-6, "income", cat, enc, random_state=3),
+    "adassp": lambda cat, enc: AdaSSP(1.0, 1e-6, "hours", cat, enc, insecure_seed=3),
+    "objpert": lambda cat, enc: ObjPert(1.0, 1e-6, "income", cat, enc, insecure_seed=3),
     "public-linear": lambda cat, enc: PublicLinearRegression("hours", cat, enc),
     "public-logistic": lambda cat, enc: PublicLogisticRegression("income", cat, enc),
     # a large epsilon so that the PTR check passes with the few models 2,500 rows allow
-    "tukeyem": lambda cat, enc: TukeyEM(50.0, 1e-6, "hours", cat, enc, n_models=40, random_state=3),
-    "pmt-linear": lambda cat, enc: PMTLinearRegression(1.0, 1e-6, "hours", cat, enc, "uniform", random_state=3),
-    "pmt-logistic": lambda cat, enc: PMTLogisticRegression(1.0, 1e-6, "income", cat, enc, "uniform", random_state=3),
+    "tukeyem": lambda cat, enc: TukeyEM(50.0, 1e-6, "hours", cat, enc, n_models=40, insecure_seed=3),
+    "pmt-linear": lambda cat, enc: PMTLinearRegression(1.0, 1e-6, "hours", cat, enc, "uniform", insecure_seed=3),
+    "pmt-logistic": lambda cat, enc: PMTLogisticRegression(1.0, 1e-6, "income", cat, enc, "uniform", insecure_seed=3),
 }
 LOGISTIC = {"ddssp-logistic", "aimsynth-logistic", "objpert", "public-logistic", "pmt-logistic"}
 RANDOM = {"adassp", "objpert", "tukeyem", "pmt-linear", "pmt-logistic"}
@@ -85,10 +89,10 @@ def test_deterministic_under_a_fixed_seed(name):
     a, b = make(name).fit(DATA), make(name).fit(DATA)
     assert np.array_equal(a.coef_, b.coef_)
     if name in RANDOM:
-        c = make(name).set_params(random_state=4).fit(DATA)
+        c = make(name).set_params(insecure_seed=4).fit(DATA)
         assert not np.array_equal(a.coef_, c.coef_)
-        gen = make(name).set_params(random_state=np.random.default_rng(3) if "aimsynth" in name else InsecureRandom(3)).fit(DATA)
-        assert np.array_equal(gen.coef_, a.coef_)  # an int seed and a Generator from it agree
+        gen = make(name).set_params(insecure_seed=InsecureRandom(3)).fit(DATA)
+        assert np.array_equal(gen.coef_, a.coef_)  # an int seed and the InsecureRandom of it agree
 
 
 @pytest.mark.parametrize("name", FACTORIES)
@@ -102,7 +106,7 @@ def test_bad_input_errors(name, raises_private):
     with pytest.raises(ValueError, match="needs its public domain"):
         make(name).fit(DF)
     with pytest.raises(DataError, match="empty table"):
-        make(name).fit(DF.iloc[:0], domain=DATA.domain)
+        make(name).set_params(domain=DATA.domain).fit(DF.iloc[:0])
     with pytest.raises(ValueError, match="invalid"):
         make(name).set_params(invalid=1)
     model = make(name).fit(DATA)
@@ -117,13 +121,39 @@ def test_bad_input_errors(name, raises_private):
             make(name).set_params(target="hours").fit(DATA)
 
 
+def test_published_noise_is_seeded_by_insecure_seed_and_post_processing_by_random_state():
+    for name in FACTORIES:
+        params = make(name).get_params()
+        if name in RANDOM:  # published noise: the name AIM uses
+            assert "insecure_seed" in params and "random_state" not in params, name
+        else:
+            assert "insecure_seed" not in params, name
+    for name in ("ddssp-linear", "ddssp-logistic", "aimsynth-linear"):  # bootstrap and synthetic rows: post-processing
+        assert "random_state" in make(name).get_params()
+    for noisy in (release.gaussian_ssp, release.local_ssp, ldp.oue_perturb, ldp.laplace_release):
+        assert "insecure_seed" in inspect.signature(noisy).parameters and "random_state" not in inspect.signature(noisy).parameters
+    for sampler in (ldp.oue_posterior, ldp.clipped_gaussian_posterior):
+        assert "random_state" in inspect.signature(sampler).parameters
+
+
+@pytest.mark.parametrize("name", sorted(RANDOM))
+def test_an_int_insecure_seed_warns_and_marks_the_fit_not_private(name):
+    with pytest.warns(InsecureSeedWarning):
+        model = make(name).fit(DATA)
+    assert model.private_ is False and model.privacy_["private"] is False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InsecureSeedWarning)
+        secure = make(name).set_params(insecure_seed=None).fit(DATA)
+    assert secure.private_ is True and secure.privacy_["private"] is True
+
+
 def test_estimator_specific_errors():
     with pytest.raises(ValueError, match="supports only degree=2"):
         DDSSPLogisticRegression("income", degree=3).fit(DATA)
     with pytest.raises(ValueError, match="task must be 'linear' or 'logistic'"):
         AIMSynth("income", task="poisson").fit(DATA)
-    with pytest.raises(TypeError, match="random_state must be a non-negative integer"):
-        AdaSSP(1.0, 1e-6, "hours", random_state="seed").fit(DATA)
+    with pytest.raises(TypeError, match="insecure_seed must be a non-negative integer"):
+        AdaSSP(1.0, 1e-6, "hours", insecure_seed="seed").fit(DATA)
     with pytest.raises(ValueError, match="requires y to be passed, but the target y is None"):
         DDSSPLinearRegression("hours").fit([1, 2])
     with pytest.raises(TypeError, match="cannot fit: .* got str"):
@@ -131,7 +161,9 @@ def test_estimator_specific_errors():
     with pytest.raises(TypeError, match="encoding must be an EncodingOptions"):
         DDSSPLinearRegression("hours", encoding={"intercept": True}).fit(DATA)
     with pytest.raises(DataError, match="outside the codes"):
-        DDSSPLinearRegression("hours").fit(DF.assign(age=99), domain=DATA.domain)
+        DDSSPLinearRegression("hours", domain=DATA.domain).fit(DF.assign(age=99))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'domain'"):  # a hyperparameter only
+        DDSSPLinearRegression("hours").fit(DF, domain=DATA.domain)
     with pytest.raises(ValueError, match="empty table"):
         DDSSPLinearRegression("hours").fit(EmptyRelease())
 

@@ -38,7 +38,7 @@ def expected_adassp_sigmas(epsilon: float, delta: float, split, zcdp_rho) -> np.
 
 
 def test_adassp_charges_rho_and_releases_a_symmetric_matrix(zcdp_rho):
-    model = AdaSSP(1.0, 1e-6, "hours", CAT, budget_split=(0.2, 0.5, 0.3), random_state=0).fit(DATA)
+    model = AdaSSP(1.0, 1e-6, "hours", CAT, budget_split=(0.2, 0.5, 0.3), insecure_seed=0).fit(DATA)
     assert model.encoding_.norm_bounds() == pytest.approx((math.sqrt(7.0), 1.0))
     acct = model.accountant_
     # exact lattice noise: the variance is rounded up to an exact rational, so the cost actually incurred
@@ -59,7 +59,7 @@ def test_adassp_noise_has_the_calibrated_scale_over_many_runs(epsilon, zcdp_rho)
     is the independently calibrated sigma (X^T X: 14 x 15 / 2 entries per fit, X^T y: 14)."""
     split, delta = (0.2, 0.5, 0.3), 1e-6
     sigma = expected_adassp_sigmas(epsilon, delta, split, zcdp_rho)
-    fits = [AdaSSP(epsilon, delta, "hours", CAT, budget_split=split, random_state=s).fit(DATA) for s in range(300)]
+    fits = [AdaSSP(epsilon, delta, "hours", CAT, budget_split=split, insecure_seed=s).fit(DATA) for s in range(300)]
     X, y = fits[0].encoding_.encode(DATA.to_df())
     upper = np.triu_indices(X.shape[1])
     xtx = np.concatenate([(m.XtX_noisy_ - X.T @ X)[upper] for m in fits])
@@ -79,11 +79,11 @@ def test_adassp_noise_has_the_calibrated_scale_over_many_runs(epsilon, zcdp_rho)
 
 def test_adassp_charges_a_given_accountant_and_refuses_overspending():
     acct = Accountant.from_epsilon(2.0, 1e-6)
-    AdaSSP(1.0, 1e-6, "hours", CAT, accountant=acct, random_state=0).fit(DATA)
+    AdaSSP(1.0, 1e-6, "hours", CAT, accountant=acct, insecure_seed=0).fit(DATA)
     assert acct.spent <= cdp_rho(1.0, 1e-6) and acct.spent == pytest.approx(cdp_rho(1.0, 1e-6), rel=2.0**-12)
     small = Accountant(cdp_rho(0.5, 1e-6), delta=1e-6)
     with pytest.raises(BudgetExceeded, match="AdaSSP needs"):
-        AdaSSP(1.0, 1e-6, "hours", CAT, accountant=small, random_state=0).fit(DATA)
+        AdaSSP(1.0, 1e-6, "hours", CAT, accountant=small, insecure_seed=0).fit(DATA)
     assert small.spent == 0.0
 
 
@@ -98,7 +98,7 @@ def test_objpert_formulas_and_exact_minimisation():
     eps, delta = 0.5, 1e-5
     draws = []
     for seed in range(6):
-        model = ObjPert(eps, delta, "income", CAT, random_state=seed).fit(DATA)
+        model = ObjPert(eps, delta, "income", CAT, insecure_seed=seed).fit(DATA)
         x_bound = model.encoding_.norm_bounds()[0]
         assert model.regularization_ == pytest.approx(x_bound**2 / (2 * eps))
         assert model.noise_std_ == pytest.approx(x_bound * math.sqrt(8 * math.log(2 / delta) + 4 * eps) / eps)
@@ -129,7 +129,7 @@ def test_private_fits_approach_the_public_ones_as_epsilon_grows():
     mle = PublicLogisticRegression("income", CAT).fit(DATA).coef_
 
     def distance(cls, target, reference, eps):
-        coefs = [cls(eps, 1e-6, target, CAT, random_state=s).fit(DATA).coef_ for s in range(3)]
+        coefs = [cls(eps, 1e-6, target, CAT, insecure_seed=s).fit(DATA).coef_ for s in range(3)]
         return np.mean([np.linalg.norm(c - reference) / np.linalg.norm(reference) for c in coefs])
 
     for cls, target, reference in ((AdaSSP, "hours", ols), (ObjPert, "income", mle)):
@@ -164,9 +164,9 @@ def test_adult_numbers_at_epsilon_half():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CollinearityWarning)
         for seed in range(3):
-            ada = AdaSSP(0.5, 1e-5, "education-num", cat, random_state=seed).fit(train)
+            ada = AdaSSP(0.5, 1e-5, "education-num", cat, insecure_seed=seed).fit(train)
             mses.append(mean_squared_error(ada.encoding_.encode_target(test), ada.predict_encoded(test)))
-            obj = ObjPert(0.5, 1e-5, "income>50K", cat, random_state=seed).fit(train)
+            obj = ObjPert(0.5, 1e-5, "income>50K", cat, insecure_seed=seed).fit(train)
             aucs.append(roc_auc(test["income>50K"], obj.decision_function(test)))
     assert 0.04 <= np.mean(mses) <= 0.09
     assert np.mean(aucs) == pytest.approx(0.86, abs=0.02)
@@ -178,8 +178,8 @@ def test_seeded_fits_with_exact_noise_are_deterministic():
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for make in (lambda s: AdaSSP(1.0, 1e-6, "hours", CAT, random_state=s),
-                     lambda s: ObjPert(1.0, 1e-6, "income", CAT, random_state=s),
-                     lambda s: PMTLinearRegression(1.0, 1e-6, "hours", CAT, public_moment="uniform", random_state=s)):
+        for make in (lambda s: AdaSSP(1.0, 1e-6, "hours", CAT, insecure_seed=s),
+                     lambda s: ObjPert(1.0, 1e-6, "income", CAT, insecure_seed=s),
+                     lambda s: PMTLinearRegression(1.0, 1e-6, "hours", CAT, public_moment="uniform", insecure_seed=s)):
             a, b, c = make(3).fit(DATA), make(3).fit(DATA), make(4).fit(DATA)
             assert np.array_equal(a.coef_, b.coef_) and not np.array_equal(a.coef_, c.coef_)

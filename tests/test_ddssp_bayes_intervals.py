@@ -10,7 +10,7 @@ from scipy import optimize, stats
 from aim import AIM, Release
 from ddssp import DDSSPLinearRegression, DDSSPLogisticRegression
 from ddssp.bayes.intervals import bias_aware_critical_value, bootstrap_coefficients, bootstrap_interval
-from ddssp.bayes.resampling import NoisyModelSource, rerun_config
+from ddssp.bayes.resampling import NoisyModelMarginals, rerun_config
 from marginals import Accountant, Dataset
 from marginals.datasets import demo_dataset
 from marginals.mechanisms import measure_counts
@@ -125,7 +125,7 @@ def test_measurements_method_on_a_release_without_aim_config(data):
 
 def test_noise_on_a_measured_pair_has_the_measurement_variance(data):
     release = all_pairs_release(data, 30.0, 1)
-    source = NoisyModelSource(release.domain, release.model, release.measurements, np.random.default_rng(0))
+    source = NoisyModelMarginals(release.domain, release.model, release.measurements, np.random.default_rng(0))
     base = release.model.marginals([("age", "hours"), ("age",)])
     draws = np.array([[t - b for t, b in zip(source.marginals([("age", "hours"), ("age",)]), base)][0] for _ in range(400)])
     assert draws.std() == pytest.approx(30.0, rel=0.05)  # one measurement covers the pair

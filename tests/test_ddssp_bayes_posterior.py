@@ -45,7 +45,7 @@ def test_logistic_posterior_has_the_right_signs(numpyro):
     from ddssp.bayes.posterior import NoiseAwareGLM
 
     X, y = _synthetic(0, n=4000)
-    stats = gaussian_ssp(X, y, "logistic", 10.0, 1e-5, random_state=InsecureRandom(0, warn=False))
+    stats = gaussian_ssp(X, y, "logistic", 10.0, 1e-5, insecure_seed=InsecureRandom(0, warn=False))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         post = NoiseAwareGLM(num_samples=300, random_state=0).fit(stats)
@@ -70,7 +70,7 @@ def test_noise_widens_the_posterior_and_ldp_sum_fits(numpyro):
         warnings.simplefilter("ignore")
         exact = NoiseAwareGLM(num_samples=300, random_state=1).fit(exact_statistics(X, y, "logistic"))
         noisy = NoiseAwareGLM(num_samples=300, random_state=1).fit(
-            local_ssp(X, y, "logistic", 2.0, 1e-5, random_state=InsecureRandom(1, warn=False))
+            local_ssp(X, y, "logistic", 2.0, 1e-5, insecure_seed=InsecureRandom(1, warn=False))
         )
     width = lambda post: np.diff(post.conf_int(0.1), axis=1).mean()
     assert width(noisy) > 1.5 * width(exact)  # aggregate LDP noise N sigma^2 is in the likelihood
@@ -84,7 +84,7 @@ def test_oue_posterior_stays_on_the_simplex(numpyro):
     truth = np.array([0.7, 0.2, 0.1])
     items = rng.choice(3, size=300, p=truth)
     reports = oue_perturb(items, 3, 0.5, InsecureRandom(0, warn=False))
-    draws, rhat = oue_posterior(reports, 0.5, num_samples=300, seed=0)
+    draws, rhat = oue_posterior(reports, 0.5, num_samples=300, random_state=0)
     flat = draws.reshape(-1, 3)
     assert np.all(flat >= 0) and np.allclose(flat.sum(axis=1), 1.0)
     assert np.all(rhat["theta"] < 1.1)
@@ -102,7 +102,7 @@ def test_linear_posterior_credible_intervals_are_calibrated(numpyro):
         rng = np.random.default_rng(100 + rep)
         X = clip_rows(rng.normal(0, 0.4, size=(1000, 2)), 1.0)
         y = np.clip(X @ theta + rng.normal(0, 0.2, size=1000), -1, 1)
-        stats = gaussian_ssp(X, y, "linear", 1.0, 1e-5, random_state=InsecureRandom(rep, warn=False))
+        stats = gaussian_ssp(X, y, "linear", 1.0, 1e-5, insecure_seed=InsecureRandom(rep, warn=False))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             post = NoiseAwareGLM(num_samples=200, random_state=rep).fit(stats)
@@ -145,7 +145,7 @@ def test_safe_start_has_a_finite_density_where_the_prior_median_does_not(numpyro
     rng = np.random.default_rng(3)
     X = clip_rows(0.25 + 0.2 * rng.normal(size=(5000, 4)), 1.0)
     y = np.where(rng.random(5000) < 1 / (1 + np.exp(-X @ np.array([2.0, 1.5, 0.5, 1.0]))), 1.0, -1.0)
-    stats = gaussian_ssp(X, y, "logistic", 1.0, 1e-5, random_state=InsecureRandom(3, warn=False))
+    stats = gaussian_ssp(X, y, "logistic", 1.0, 1e-5, insecure_seed=InsecureRandom(3, warn=False))
     model = functools.partial(glm_model, d=4, family="logistic", theta_cap=9.0, scale_sd=2.5, lkj_eta=2.0, noise_sd=1.0)
     data = {"z": jnp.asarray(stats.z), "noise_cov": jnp.asarray(stats.noise_cov), "n": jnp.asarray(float(stats.n))}
 

@@ -27,7 +27,7 @@ def test_clip_rows_bounds_the_norm_and_keeps_short_rows():
 def test_gaussian_ssp_noise_and_ledger():
     X, y = _data()
     acct = Accountant(10.0)
-    stats = gaussian_ssp(X, y, "logistic", 1.0, 1e-5, accountant=acct, random_state=InsecureRandom(0, warn=False))
+    stats = gaussian_ssp(X, y, "logistic", 1.0, 1e-5, accountant=acct, insecure_seed=InsecureRandom(0, warn=False))
     # exact lattice noise is accounted in zCDP (issue 23): sigma = Delta / sqrt(2 rho), rho = cdp_rho(eps, delta),
     # up to the rounding folded into the sensitivity (< 2^-12); the charge is the cost incurred, <= rho
     rho = cdp_rho(1.0, 1e-5)
@@ -47,7 +47,7 @@ def test_gaussian_ssp_noise_and_ledger():
 def test_gaussian_ssp_noise_has_the_calibrated_variance():
     X, y = _data(50)
     exact = exact_statistics(X, y, "linear").z
-    resid = np.array([gaussian_ssp(X, y, "linear", 1.0, 1e-5, random_state=InsecureRandom(s, warn=False)).z - exact for s in range(300)])
+    resid = np.array([gaussian_ssp(X, y, "linear", 1.0, 1e-5, insecure_seed=InsecureRandom(s, warn=False)).z - exact for s in range(300)])
     sigma = ssp_sensitivity("linear") / math.sqrt(2 * cdp_rho(1.0, 1e-5))
     assert resid.std() == pytest.approx(sigma, rel=0.05)
 
@@ -55,8 +55,8 @@ def test_gaussian_ssp_noise_has_the_calibrated_variance():
 def test_local_ssp_aggregate_noise_is_n_sigma_squared():
     X, y = _data(40)
     exact = exact_statistics(X, y, "logistic").z
-    draws = np.array([local_ssp(X, y, "logistic", 2.0, 1e-5, random_state=InsecureRandom(s, warn=False)).z - exact for s in range(300)])
-    stats = local_ssp(X, y, "logistic", 2.0, 1e-5, random_state=InsecureRandom(0, warn=False))
+    draws = np.array([local_ssp(X, y, "logistic", 2.0, 1e-5, insecure_seed=InsecureRandom(s, warn=False)).z - exact for s in range(300)])
+    stats = local_ssp(X, y, "logistic", 2.0, 1e-5, insecure_seed=InsecureRandom(0, warn=False))
     assert stats.noise_cov[0, 0] == pytest.approx(40 * stats.sigma**2)
     assert draws.var() == pytest.approx(40 * stats.sigma**2, rel=0.06)
 
@@ -64,10 +64,10 @@ def test_local_ssp_aggregate_noise_is_n_sigma_squared():
 def test_release_validation():
     X, y = _data(10)
     with pytest.raises(ValueError, match="-1 or \\+1"):
-        gaussian_ssp(X, (y + 1) / 2, "logistic", 1.0, 1e-5, random_state=InsecureRandom(0, warn=False))
+        gaussian_ssp(X, (y + 1) / 2, "logistic", 1.0, 1e-5, insecure_seed=InsecureRandom(0, warn=False))
     with pytest.raises(ValueError):
         gaussian_ssp(X, y, "poisson", 1.0, 1e-5)
     with pytest.raises(TypeError):
-        gaussian_ssp(X, y, "logistic", 1.0, 1e-5, random_state=np.random.default_rng(0))
+        gaussian_ssp(X, y, "logistic", 1.0, 1e-5, insecure_seed=np.random.default_rng(0))
     stats = gaussian_ssp(X * 10, y * 5, "linear", 1.0, 1e-5)  # secure default source
     assert stats.private and stats.z.size == 10

@@ -150,7 +150,7 @@ def test_linear_predictions_and_inverse_transform():
 def test_dataframe_path_equals_dataset_path():
     data = demo_dataset(2000, seed=3)
     a = DDSSPLinearRegression("education").fit(data)
-    b = DDSSPLinearRegression("education").fit(data.to_df().assign(extra=1), domain=data.domain)
+    b = DDSSPLinearRegression("education", domain=data.domain).fit(data.to_df().assign(extra=1))
     assert np.array_equal(a.coef_, b.coef_)
 
 
@@ -186,7 +186,7 @@ def test_aimsynth_on_a_table_equals_public_fits():
     data = demo_dataset(2000, seed=5)
     lin = AIMSynth("hours", categorical=["sector"]).fit(data)
     assert np.allclose(lin.coef_, PublicLinearRegression("hours", ["sector"]).fit(data).coef_)
-    log = AIMSynth("income", task="logistic", categorical=["sector"]).fit(data.to_df(), domain=data.domain)
+    log = AIMSynth("income", task="logistic", categorical=["sector"], domain=data.domain).fit(data.to_df())
     assert np.allclose(log.coef_, PublicLogisticRegression("income", ["sector"]).fit(data).coef_)
 
 
@@ -194,7 +194,7 @@ def test_aimsynth_survives_zero_variance_synthetic_columns():
     data = demo_dataset(1500, seed=6)
     df = data.to_df().assign(sector=2, married=0)  # constant columns in the synthetic table
     for task, target in (("linear", "hours"), ("logistic", "income")):
-        model = AIMSynth(target, task=task, categorical=["sector", "region"]).fit(df, domain=data.domain)
+        model = AIMSynth(target, task=task, categorical=["sector", "region"], domain=data.domain).fit(df)
         names = list(model.encoded_feature_names_)
         assert np.all(np.isfinite(model.coef_))
         assert model.coef_[names.index("sector=1")] == 0.0 and model.coef_[names.index("sector=3")] == 0.0

@@ -212,14 +212,14 @@ def test_public_moment_sources_agree_and_are_recorded():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for name, source in (("rows", PUBLIC), ("release", ReleaseLike(PUBLIC)), ("frame", PUBLIC.to_df())):
-            fits[name] = PMTLinearRegression(1.0, 1e-5, "hours", CAT, public_moment=source, random_state=3).fit(DEMO)
+            fits[name] = PMTLinearRegression(1.0, 1e-5, "hours", CAT, public_moment=source, insecure_seed=3).fit(DEMO)
         enc = fits["rows"].encoding_
         stats = sufficient_statistics(PUBLIC, enc)
         p = enc.n_features
         Z = np.zeros((p + 1, p + 1))
         Z[:p, :p], Z[:p, p], Z[p, :p], Z[p, p] = stats.XtX, stats.Xty, stats.Xty, stats.yty
-        fits["matrix"] = PMTLinearRegression(1.0, 1e-5, "hours", CAT, public_moment=Z / stats.n, random_state=3).fit(DEMO)
-        fits["uniform"] = PMTLinearRegression(1.0, 1e-5, "hours", CAT, public_moment="uniform", random_state=3).fit(DEMO)
+        fits["matrix"] = PMTLinearRegression(1.0, 1e-5, "hours", CAT, public_moment=Z / stats.n, insecure_seed=3).fit(DEMO)
+        fits["uniform"] = PMTLinearRegression(1.0, 1e-5, "hours", CAT, public_moment="uniform", insecure_seed=3).fit(DEMO)
     for name in ("release", "frame", "matrix"):
         assert np.allclose(fits[name].coef_, fits["rows"].coef_, rtol=1e-9, atol=1e-12), name
     assert fits["rows"].public_moment_source_ == "public rows (n = 2000)"
@@ -230,7 +230,7 @@ def test_public_moment_sources_agree_and_are_recorded():
 
 def test_estimators_accounting_and_errors():
     with pytest.warns(UserWarning, match="seeded noise source"):
-        model = PMTLinearRegression(0.5, 1e-5, "hours", CAT, public_moment=PUBLIC, random_state=1).fit(DEMO)
+        model = PMTLinearRegression(0.5, 1e-5, "hours", CAT, public_moment=PUBLIC, insecure_seed=1).fit(DEMO)
     priv = model.privacy_
     # exact discrete noise is accounted in zCDP (issue 23): mu = sqrt(2 rho), rho-zCDP implies (0.5, 1e-5)-DP
     assert priv["mu"] == pytest.approx(math.sqrt(2 * cdp_rho(0.5, 1e-5))) and priv["rho"] == cdp_rho(0.5, 1e-5)
@@ -241,9 +241,9 @@ def test_estimators_accounting_and_errors():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         logit = PMTLogisticRegression(0.5, 1e-5, "income", CAT, public_moment=PUBLIC, newton_steps=4,
-                                      random_state=1).fit(DEMO)  # fmt: skip
+                                      insecure_seed=1).fit(DEMO)  # fmt: skip
         baseline = PMTLogisticRegression(0.5, 1e-5, "income", CAT, public_moment=PUBLIC, moment_transform=False,
-                                         random_state=1).fit(DEMO)  # fmt: skip
+                                         insecure_seed=1).fit(DEMO)  # fmt: skip
     assert logit.mu_release_ * math.sqrt(2 * 4) == pytest.approx(logit.privacy_["mu"])
     assert baseline.privacy_["mechanism"].startswith("DP-LR")
     assert logit.predict_proba(DEMO.to_df()).shape == (len(DEMO), 2)
@@ -262,8 +262,8 @@ def test_estimators_approach_the_non_private_fit_at_large_epsilon():
     test = demo_dataset(4000, seed=13).to_df()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        lin = PMTLinearRegression(50.0, 1e-5, "hours", CAT, public_moment=PUBLIC, random_state=2).fit(DEMO)
-        logit = PMTLogisticRegression(50.0, 1e-5, "income", CAT, public_moment=PUBLIC, random_state=2).fit(DEMO)
+        lin = PMTLinearRegression(50.0, 1e-5, "hours", CAT, public_moment=PUBLIC, insecure_seed=2).fit(DEMO)
+        logit = PMTLogisticRegression(50.0, 1e-5, "income", CAT, public_moment=PUBLIC, insecure_seed=2).fit(DEMO)
     X, y = lin.encoding_.encode(DEMO.to_df())
     ols = np.linalg.lstsq(X, y, rcond=None)[0]
     y_test = lin.encoding_.encode_target(test)

@@ -51,18 +51,18 @@ def fits(release):
         (AIMSynth("income", task="logistic", categorical=["married"], random_state=0), release),
         on_rows(PublicLinearRegression("education", CAT, domain=DOMAIN)),
         on_rows(PublicLogisticRegression("income", CAT, domain=DOMAIN)),
-        on_rows(AdaSSP(1.0, 1e-6, "education", CAT, domain=DOMAIN, random_state=seed(1))),
-        on_rows(ObjPert(1.0, 1e-6, "income", CAT, domain=DOMAIN, random_state=seed(1))),
-        on_rows(TukeyEM(200.0, 1e-6, "education", CAT, n_models=40, domain=DOMAIN, random_state=seed(1))),
-        on_rows(TukeyEM(0.5, 1e-6, "education", CAT, n_models=12, domain=DOMAIN, random_state=seed(1))),  # PTR fails
+        on_rows(AdaSSP(1.0, 1e-6, "education", CAT, domain=DOMAIN, insecure_seed=seed(1))),
+        on_rows(ObjPert(1.0, 1e-6, "income", CAT, domain=DOMAIN, insecure_seed=seed(1))),
+        on_rows(TukeyEM(200.0, 1e-6, "education", CAT, n_models=40, domain=DOMAIN, insecure_seed=seed(1))),
+        on_rows(TukeyEM(0.5, 1e-6, "education", CAT, n_models=12, domain=DOMAIN, insecure_seed=seed(1))),  # PTR fails
         on_rows(PMTLinearRegression(1.0, 1e-6, "education", CAT, public_moment="uniform", domain=DOMAIN,
-                                    random_state=seed(1))),  # fmt: skip
+                                    insecure_seed=seed(1))),  # fmt: skip
         on_rows(PMTLinearRegression(1.0, 1e-6, "education", CAT, public_moment="uniform", moment_transform=False,
-                                    domain=DOMAIN, random_state=seed(1))),  # fmt: skip
+                                    domain=DOMAIN, insecure_seed=seed(1))),  # fmt: skip
         on_rows(PMTLogisticRegression(1.0, 1e-6, "income", CAT, public_moment="uniform", domain=DOMAIN,
-                                      random_state=seed(1))),  # fmt: skip
+                                      insecure_seed=seed(1))),  # fmt: skip
         on_rows(PMTLogisticRegression(1.0, 1e-6, "income", CAT, public_moment="uniform", moment_transform=False,
-                                      domain=DOMAIN, random_state=seed(1))),  # fmt: skip
+                                      domain=DOMAIN, insecure_seed=seed(1))),  # fmt: skip
     ]
 
 
@@ -107,9 +107,9 @@ def test_fitted_estimators_hold_only_released_attributes(release):
 def test_the_removed_private_values_stay_removed(release):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        tukey = TukeyEM(200.0, 1e-6, "education", CAT, n_models=40, domain=DOMAIN, random_state=seed(2)).fit(DF)
+        tukey = TukeyEM(200.0, 1e-6, "education", CAT, n_models=40, domain=DOMAIN, insecure_seed=seed(2)).fit(DF)
         pmt = PMTLinearRegression(1.0, 1e-6, "education", CAT, public_moment="uniform", domain=DOMAIN,
-                                  random_state=seed(2)).fit(DF)  # fmt: skip
+                                  insecure_seed=seed(2)).fit(DF)  # fmt: skip
     for est, names in ((tukey, ("distance_", "depth_", "log_volumes_")), (pmt, ("clipped_rows_",))):
         assert not any(hasattr(est, n) for n in names)
         assert not any("distance" == k or "clipped" in k for k in vars(est)), sorted(vars(est))

@@ -37,11 +37,11 @@ CHECKED = [
     PublicLogisticRegression(**NUMERIC),
     # DP estimators: an explicit (insecure, test-only) seed makes refits identical, as checks demand;
     # a large epsilon, because the checks test the API on a few dozen rows, not utility under noise
-    AdaSSP(1.0, 1e-6, **NUMERIC, random_state=0),
-    ObjPert(1e3, 1e-6, **NUMERIC, random_state=0),
-    TukeyEM(1e3, 1e-6, **NUMERIC, n_models=12, random_state=0),
-    PMTLinearRegression(1.0, 1e-6, **NUMERIC, public_moment="uniform", random_state=0),
-    PMTLogisticRegression(1e3, 1e-6, **NUMERIC, public_moment="uniform", random_state=0),
+    AdaSSP(1.0, 1e-6, **NUMERIC, insecure_seed=0),
+    ObjPert(1e3, 1e-6, **NUMERIC, insecure_seed=0),
+    TukeyEM(1e3, 1e-6, **NUMERIC, n_models=12, insecure_seed=0),
+    PMTLinearRegression(1.0, 1e-6, **NUMERIC, public_moment="uniform", insecure_seed=0),
+    PMTLogisticRegression(1e3, 1e-6, **NUMERIC, public_moment="uniform", insecure_seed=0),
 ]
 
 CONTINUOUS_Y = (
@@ -112,15 +112,15 @@ CAT = ["sector", "region"]
 LINEAR = [
     DDSSPLinearRegression("education", CAT, domain=DOMAIN),
     AIMSynth("education", categorical=CAT, domain=DOMAIN, random_state=1),
-    AdaSSP(1.0, 1e-6, "education", CAT, domain=DOMAIN, random_state=1),
-    TukeyEM(200.0, 1e-6, "education", CAT, n_models=40, domain=DOMAIN, random_state=1),
-    PMTLinearRegression(1.0, 1e-6, "education", CAT, public_moment="uniform", domain=DOMAIN, random_state=1),
+    AdaSSP(1.0, 1e-6, "education", CAT, domain=DOMAIN, insecure_seed=1),
+    TukeyEM(200.0, 1e-6, "education", CAT, n_models=40, domain=DOMAIN, insecure_seed=1),
+    PMTLinearRegression(1.0, 1e-6, "education", CAT, public_moment="uniform", domain=DOMAIN, insecure_seed=1),
     PublicLinearRegression("education", CAT, domain=DOMAIN),
 ]
 LOGISTIC = [
     DDSSPLogisticRegression("income", CAT, domain=DOMAIN),
-    ObjPert(1.0, 1e-6, "income", CAT, domain=DOMAIN, random_state=1),
-    PMTLogisticRegression(1.0, 1e-6, "income", CAT, public_moment="uniform", domain=DOMAIN, random_state=1),
+    ObjPert(1.0, 1e-6, "income", CAT, domain=DOMAIN, insecure_seed=1),
+    PMTLogisticRegression(1.0, 1e-6, "income", CAT, public_moment="uniform", domain=DOMAIN, insecure_seed=1),
     PublicLogisticRegression("income", CAT, domain=DOMAIN),
 ]
 
@@ -149,7 +149,7 @@ def test_unfitted_wrong_width_and_columns_by_name(est):
     with pytest.raises(NotFittedError):
         clone(est).predict(X)
     columns = DOMAIN.project(FEATURES + [y.name])  # arrays: columns by position, in the domain's order
-    model = clone(est).fit(X.to_numpy(), y.to_numpy(), domain=columns)
+    model = clone(est).set_params(domain=columns).fit(X.to_numpy(), y.to_numpy())
     assert not hasattr(model, "feature_names_in_") and model.n_features_in_ == len(FEATURES)
     with pytest.raises(ValueError, match=f"X has 5 features, but {_name(est)} is expecting 6 features"):
         model.predict(X.to_numpy()[:, :5])
@@ -183,18 +183,18 @@ def test_the_domain_must_be_public_never_inferred():
         DDSSPLinearRegression("education", domain=DOMAIN).fit(X.assign(age=8), Y_EDU)
 
 
-def test_random_state_none_is_secure_and_an_int_seed_warns():
+def test_insecure_seed_none_is_secure_and_an_int_seed_warns():
     model = AdaSSP(1.0, 1e-6, "education", CAT, domain=DOMAIN).fit(X, Y_EDU)
     assert model.private_ and model.privacy_["private"]
     with pytest.warns(InsecureSeedWarning):
-        seeded = AdaSSP(1.0, 1e-6, "education", CAT, domain=DOMAIN, random_state=3).fit(X, Y_EDU)
+        seeded = AdaSSP(1.0, 1e-6, "education", CAT, domain=DOMAIN, insecure_seed=3).fit(X, Y_EDU)
     assert not seeded.private_ and not seeded.privacy_["private"]
 
 
 def test_cross_val_score_and_grid_search_on_adassp():
     # API check only: choosing hyperparameters on private rows is itself a release that no ledger here
     # accounts for; a DP workflow tunes on public or synthetic data
-    model = AdaSSP(5.0, 1e-6, "education", CAT, domain=DOMAIN, random_state=2)
+    model = AdaSSP(5.0, 1e-6, "education", CAT, domain=DOMAIN, insecure_seed=2)
     scores = cross_val_score(model, X, Y_EDU, cv=KFold(3))
     assert scores.shape == (3,) and np.all(np.isfinite(scores)) and np.all(scores > 0)
     mse = cross_val_score(model, X, Y_EDU, cv=KFold(3), scoring="neg_mean_squared_error")

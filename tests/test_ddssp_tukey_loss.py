@@ -109,11 +109,11 @@ def test_monotone_warns_and_is_recorded_not_private():
         warnings.simplefilter("ignore")  # the insecure seed's warning
         with pytest.warns(MonotoneWeightsWarning, match="not private under row-level neighbours"):
             model = TukeyEM(20.0, 1e-5, "hours", ["sector"], n_models=40, monotone=True,
-                            random_state=InsecureRandom(1, warn=False)).fit(data)  # fmt: skip
+                            insecure_seed=InsecureRandom(1, warn=False)).fit(data)  # fmt: skip
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         default = TukeyEM(20.0, 1e-5, "hours", ["sector"], n_models=40,
-                          random_state=InsecureRandom(1, warn=False)).fit(data)  # fmt: skip
+                          insecure_seed=InsecureRandom(1, warn=False)).fit(data)  # fmt: skip
     assert not any(issubclass(w.category, MonotoneWeightsWarning) for w in caught)
     assert model.private_ is False and model.privacy_["private"] is False
     assert model.privacy_["neighbours"] == "add/remove one model (NOT one row)"

@@ -226,7 +226,7 @@ CAT = ["sector", "region"]
 
 def test_estimator_fit_predict_and_privacy_record():
     with pytest.warns(UserWarning, match="seeded noise source"):
-        model = TukeyEM(2.0, 1e-5, "hours", CAT, n_models=1000, random_state=1).fit(DEMO)
+        model = TukeyEM(2.0, 1e-5, "hours", CAT, n_models=1000, insecure_seed=1).fit(DEMO)
     assert model.ptr_passed_ and model.noisy_distance_ >= model.threshold_
     assert not hasattr(model, "distance_") and not hasattr(model, "depth_")  # exact, unnoised: never stored
     assert model.privacy_ == {"epsilon": 2.0, "delta": 1e-5, "neighbours": "add/remove one row", "private": False,
@@ -245,7 +245,7 @@ def test_estimator_fit_predict_and_privacy_record():
 def test_estimator_without_a_model_when_ptr_fails():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        model = TukeyEM(0.5, 1e-5, "hours", CAT, n_models=40, random_state=2).fit(DEMO)
+        model = TukeyEM(0.5, 1e-5, "hours", CAT, n_models=40, insecure_seed=2).fit(DEMO)
     assert not model.ptr_passed_ and model.coef_ is None
     assert model.encoded_feature_names_.size == model.encoding_.n_features
     with pytest.raises(PTRFailedError, match="PTR check failed") as failed:

@@ -285,8 +285,8 @@ def test_adassp_on_dask_equals_in_memory(client):
 
     data = demo_dataset(n=3000, seed=4)
     ds = DaskDataset(partitioned(data.to_df(), [1000, 1000, 1000]), data.domain)
-    ours = AdaSSP(1.0, 1e-6, "income", random_state=3).fit(ds)
-    expected = AdaSSP(1.0, 1e-6, "income", random_state=3).fit(data)
+    ours = AdaSSP(1.0, 1e-6, "income", insecure_seed=3).fit(ds)
+    expected = AdaSSP(1.0, 1e-6, "income", insecure_seed=3).fit(data)
     np.testing.assert_array_equal(ours.XtX_noisy_, expected.XtX_noisy_)
     np.testing.assert_array_equal(ours.coef_, expected.coef_)
     binary = next(a for a in data.domain.attrs if data.domain[a] == 2)

@@ -38,7 +38,7 @@ from marginals import Accountant, BudgetExceeded, cdp_rho
 from marginals.lattice import lattice_gaussian, symmetric_lattice_gaussian
 from marginals.randomness import NoiseSource
 
-from ..base import DPEstimator, LinearRegressor, store_params
+from ..base import DPEstimator, LinearRegressor
 from ..encoding import Encoding, EncodingOptions
 from ..inputs import DomainLike
 from ..solvers import solve_linear_system
@@ -59,7 +59,7 @@ class AdaSSP(DPEstimator, LinearRegressor):
             in Wang's Alg. 2 (the DD-SSP code used 1/3, 0.633, 0.033).
         accountant: a `marginals.Accountant` to charge; None creates one of exactly
             (epsilon, delta) per fit. Exposed as ``accountant_``.
-        random_state: None (default: noise from the OS's secure source), or for tests only an int
+        insecure_seed: None (default: noise from the OS's secure source), or for tests only an int
             seed / `marginals.InsecureRandom`, which warns and sets ``private_ = False``.
 
     Learned: ``coef_``, ``intercept_``, ``sigmas_`` (noise std of each release), ``sensitivities_``,
@@ -83,10 +83,19 @@ class AdaSSP(DPEstimator, LinearRegressor):
         self, epsilon: float, delta: float, target: str | None = None,
         categorical: Sequence[str] | None = None, encoding: EncodingOptions | None = None,
         failure_prob: float = 0.05, budget_split: Sequence[float] = (1 / 3, 1 / 3, 1 / 3),
-        accountant: Accountant | None = None, random_state: NoiseSource = None,
+        accountant: Accountant | None = None, insecure_seed: NoiseSource = None,
         domain: DomainLike = None,
     ) -> None:  # fmt: skip
-        store_params(self, locals())
+        self.epsilon = epsilon
+        self.delta = delta
+        self.target = target
+        self.categorical = categorical
+        self.encoding = encoding
+        self.failure_prob = failure_prob
+        self.budget_split = budget_split
+        self.accountant = accountant
+        self.insecure_seed = insecure_seed
+        self.domain = domain
 
     def _check_params(self) -> None:
         super()._check_params()

@@ -41,7 +41,7 @@ import numpy as np
 from marginals.exact import discrete_gaussian, noise_variance
 from marginals.randomness import NoiseSource, RandomSource
 
-from ..base import DPEstimator, LogisticClassifier, store_params
+from ..base import DPEstimator, LogisticClassifier
 from ..encoding import Encoding, EncodingOptions
 from ..inputs import DomainLike
 from ..solvers import fit_logistic
@@ -67,7 +67,7 @@ class ObjPert(DPEstimator, LogisticClassifier):
         target: a 2-level attribute (code 1 is the positive class).
         categorical, encoding, domain: as for `AdaSSP` (a public domain: the bound ||X|| comes from it).
         accountant: must be None (see the module docstring); kept so all baselines share the API.
-        random_state: None (default: noise from the OS's secure source), or for tests only an int
+        insecure_seed: None (default: noise from the OS's secure source), or for tests only an int
             seed / `marginals.InsecureRandom`, which warns and sets ``private_ = False``.
 
     Learned: ``coef_``, ``intercept_``, ``classes_``, ``regularization_`` (Delta), ``noise_std_`` (std
@@ -83,9 +83,16 @@ class ObjPert(DPEstimator, LogisticClassifier):
     def __init__(
         self, epsilon: float, delta: float, target: str | None = None, categorical: Sequence[str] | None = None,
         encoding: EncodingOptions | None = None, accountant: Any = None,
-        random_state: NoiseSource = None, domain: DomainLike = None,
+        insecure_seed: NoiseSource = None, domain: DomainLike = None,
     ) -> None:  # fmt: skip
-        store_params(self, locals())
+        self.epsilon = epsilon
+        self.delta = delta
+        self.target = target
+        self.categorical = categorical
+        self.encoding = encoding
+        self.accountant = accountant
+        self.insecure_seed = insecure_seed
+        self.domain = domain
 
     def _fit_encoded(self, source: Any, encoding: Encoding) -> None:
         """Fit on the private rows in memory (a `Dataset`)."""

@@ -38,7 +38,7 @@ from marginals import Domain, cdp_rho
 from marginals.randomness import NoiseSource
 from marginals.source import MarginalSource, as_marginal_source, implements, is_rows
 
-from ..base import DPEstimator, LinearRegressor, LogisticClassifier, store_params
+from ..base import DPEstimator, LinearRegressor, LogisticClassifier
 from ..encoding import Encoding, EncodingOptions
 from ..inputs import DomainLike
 from ..statistics import sufficient_statistics
@@ -110,10 +110,23 @@ class _PMTModel(DPEstimator):
         self, epsilon: float, delta: float, target: str | None = None, categorical: Sequence[str] | None = None,
         encoding: EncodingOptions | None = None, public_moment: Any = None, moment_transform: bool = True,
         ridge: float = 0.0, eta: float = 0.05, moment_ridge: float = 1e-3, newton_steps: int = 5,
-        accountant: Any = None, random_state: NoiseSource = None,
+        accountant: Any = None, insecure_seed: NoiseSource = None,
         domain: DomainLike = None,
     ) -> None:  # fmt: skip
-        store_params(self, locals())
+        self.epsilon = epsilon
+        self.delta = delta
+        self.target = target
+        self.categorical = categorical
+        self.encoding = encoding
+        self.public_moment = public_moment
+        self.moment_transform = moment_transform
+        self.ridge = ridge
+        self.eta = eta
+        self.moment_ridge = moment_ridge
+        self.newton_steps = newton_steps
+        self.accountant = accountant
+        self.insecure_seed = insecure_seed
+        self.domain = domain
 
     def _check_params(self) -> None:
         super()._check_params()
@@ -164,7 +177,7 @@ class PMTLinearRegression(_PMTModel, LinearRegressor):
         moment_ridge: added to the diagonal of Sigma_B.
         newton_steps: unused by ridge (kept so both PMT estimators share their parameters).
         accountant: must be None (mu-GDP; see the module docstring).
-        random_state: None (secure noise) or, for tests only, an int seed / `InsecureRandom`.
+        insecure_seed: None (secure noise) or, for tests only, an int seed / `InsecureRandom`.
 
     Learned: ``coef_``, ``intercept_``, ``sigmas_`` (noise std of Gram and cross moment),
     ``radius_``, ``y_radius_``, ``mu_release_``, ``public_moment_source_``, ``private_``, ``privacy_``

@@ -28,7 +28,7 @@ import numpy as np
 
 from marginals.randomness import NoiseSource
 
-from ..base import DPEstimator, LinearRegressor, store_params
+from ..base import DPEstimator, LinearRegressor
 from ..encoding import Encoding, EncodingOptions
 from ..inputs import DomainLike
 from .common import encoded_rows
@@ -55,7 +55,7 @@ class TukeyEM(DPEstimator, LinearRegressor):
             (adding a row swaps a model; the loss reaches eps): it warns and sets ``private_ = False``.
         jitter: scale of the U(0, 1) perturbation of the models that avoids zero-volume regions.
         accountant: must be None (approximate DP; see the module docstring).
-        random_state: None (default: noise from the OS's secure source), or for tests only an int
+        insecure_seed: None (default: noise from the OS's secure source), or for tests only an int
             seed / `marginals.InsecureRandom`, which warns and sets ``private_ = False``.
 
     Learned (only released quantities): ``ptr_passed_``, ``coef_``/``intercept_`` (None if PTR failed),
@@ -74,10 +74,20 @@ class TukeyEM(DPEstimator, LinearRegressor):
     def __init__(
         self, epsilon: float, delta: float, target: str | None = None, categorical: Sequence[str] | None = None,
         encoding: EncodingOptions | None = None, n_models: int = 1000, monotone: bool = False,
-        jitter: float = 1e-10, accountant: Any = None, random_state: NoiseSource = None,
+        jitter: float = 1e-10, accountant: Any = None, insecure_seed: NoiseSource = None,
         domain: DomainLike = None,
     ) -> None:  # fmt: skip
-        store_params(self, locals())
+        self.epsilon = epsilon
+        self.delta = delta
+        self.target = target
+        self.categorical = categorical
+        self.encoding = encoding
+        self.n_models = n_models
+        self.monotone = monotone
+        self.jitter = jitter
+        self.accountant = accountant
+        self.insecure_seed = insecure_seed
+        self.domain = domain
 
     def _check_params(self) -> None:
         super()._check_params()

@@ -35,8 +35,6 @@ from scipy import stats
 
 from marginals.source import MeasuredSource, implements
 
-from .resampling import ModelSource, fitted_theta, measurement_errors, mechanism_errors, release_parts
-
 #: interval kinds and bootstrap methods.
 KINDS = ("bias_aware", "basic", "percentile")
 METHODS = ("mechanism", "measurements")
@@ -102,9 +100,11 @@ def bootstrap_coefficients(
         raise ValueError(f"n_boot must be >= 2, got {n_boot}")
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    from .resampling import ModelMarginals, fitted_theta, measurement_errors, mechanism_errors, release_parts  # loads AIM
+
     release, domain = release_parts(source)
     rng = random_state if isinstance(random_state, np.random.Generator) else np.random.default_rng(random_state)
-    theta_hat = fitted_theta(estimator, ModelSource(domain, release.model))
+    theta_hat = fitted_theta(estimator, ModelMarginals(domain, release.model))
     draw = mechanism_errors if method == "mechanism" else measurement_errors
     return BootstrapResult(theta_hat, draw(estimator, source, n_boot, rng))
 

@@ -56,12 +56,12 @@ def oue_keep_probability(epsilon: float) -> float:
     return 1.0 / (1.0 + math.exp(-epsilon))
 
 
-def oue_perturb(items: np.ndarray, d: int, epsilon: float, random_state: int | RandomSource | None = None) -> np.ndarray:
+def oue_perturb(items: np.ndarray, d: int, epsilon: float, insecure_seed: int | RandomSource | None = None) -> np.ndarray:
     """(N, d) 0/1 OUE reports of the items (codes 0..d-1), each epsilon-LDP."""
     items = np.asarray(items)
     if items.ndim != 1 or items.size and (items.min() < 0 or items.max() >= d):
         raise ValueError(f"items must be a 1-D array of codes in 0..{d - 1}")
-    rng = noise_source(random_state, "random_state")
+    rng = noise_source(insecure_seed, "insecure_seed")
     q = 1.0 - oue_keep_probability(epsilon)
     u = rng.random((items.size, d))
     reports = (u < q).astype(np.int8)
@@ -100,8 +100,11 @@ def project_simplex(v: np.ndarray) -> np.ndarray:
     return np.maximum(v - css[rho] / (rho + 1), 0.0)
 
 
-def oue_posterior(reports: np.ndarray, epsilon: float, num_samples: int = 500, num_chains: int = 4, seed: int = 0) -> tuple[np.ndarray, dict]:
-    """Posterior draws (chains x draws, d) of theta ~ Dirichlet(1) given OUE reports, and split R-hat."""
+def oue_posterior(
+    reports: np.ndarray, epsilon: float, num_samples: int = 500, num_chains: int = 4, random_state: int = 0,
+) -> tuple[np.ndarray, dict]:  # fmt: skip
+    """Posterior draws (chains x draws, d) of theta ~ Dirichlet(1) given OUE reports, and split R-hat
+    (``random_state``: the sampler's seed, post-processing)."""
     from .posterior import require_numpyro, run_nuts
 
     require_numpyro()
@@ -118,16 +121,16 @@ def oue_posterior(reports: np.ndarray, epsilon: float, num_samples: int = 500, n
         numpyro.factor("oue", (counts * oue_record_log_likelihood(theta, patterns, epsilon, jnp)).sum())
 
     data = {"patterns": jnp.asarray(patterns), "counts": jnp.asarray(counts)}
-    samples, rhat = run_nuts(model, data, num_samples, None, num_chains, seed)
+    samples, rhat = run_nuts(model, data, num_samples, None, num_chains, random_state)
     return samples["theta"], rhat
 
 
 # -- clipped Gaussian with Laplace noise -------------------------------------------------------------
 
 
-def laplace_release(x: np.ndarray, a: float, b: float, epsilon: float, random_state: int | RandomSource | None = None) -> np.ndarray:
+def laplace_release(x: np.ndarray, a: float, b: float, epsilon: float, insecure_seed: int | RandomSource | None = None) -> np.ndarray:
     """clip(x, a, b) + exact discrete Laplace of scale about (b - a) / eps on a 2^-20 (b - a) lattice: epsilon-LDP."""
-    rng = noise_source(random_state, "random_state")
+    rng = noise_source(insecure_seed, "insecure_seed")
     if not (b > a and math.isfinite(a) and math.isfinite(b)):
         raise ValueError(f"laplace_release needs finite a < b, got [{a}, {b}]")
     x = np.clip(np.asarray(x, dtype=np.float64), a, b)
@@ -165,8 +168,8 @@ def clipped_gaussian_laplace_logpdf(z: Any, mu: Any, sigma: Any, a: float, b: fl
 
 
 def clipped_gaussian_posterior(
-    z: np.ndarray, a: float, b: float, epsilon: float, num_samples: int = 500, num_chains: int = 4, seed: int = 0,
-    mean_prior: tuple[float, float] | None = None, sd_prior: tuple[float, float] = (2.0, 1.0),
+    z: np.ndarray, a: float, b: float, epsilon: float, num_samples: int = 500, num_chains: int = 4,
+    random_state: int = 0, mean_prior: tuple[float, float] | None = None, sd_prior: tuple[float, float] = (2.0, 1.0),
 ) -> tuple[dict[str, np.ndarray], dict]:  # fmt: skip
     """Posterior draws of (mu, sigma) given Laplace-perturbed clipped values (paper's priors).
 
@@ -188,4 +191,4 @@ def clipped_gaussian_posterior(
         sigma = numpyro.sample("sigma", dist.Gamma(sd_prior[0], sd_prior[1]))
         numpyro.factor("ldp", clipped_gaussian_laplace_logpdf(z, mu, sigma, a, b, epsilon, jnp).sum())
 
-    return run_nuts(model, {"z": jnp.asarray(np.asarray(z, dtype=np.float64))}, num_samples, None, num_chains, seed)
+    return run_nuts(model, {"z": jnp.asarray(np.asarray(z, dtype=np.float64))}, num_samples, None, num_chains, random_state)

@@ -17,7 +17,7 @@ Gaussian, an approximation of the discrete Gaussian of the same variance on a fi
 to the lattice plus exact discrete Gaussian noise, each rho-zCDP as above (rounding slack sqrt(d) of
 one user's d statistics), the aggregator sums, so the aggregate noise covariance is N sigma^2 I.
 
-Noise always comes from a `RandomSource` (`noise_source(random_state)`): secure by default.
+Noise always comes from a `RandomSource` (`noise_source(insecure_seed)`): secure by default.
 """
 
 from __future__ import annotations
@@ -83,11 +83,11 @@ def ssp_sensitivity(family: str, R: float = 1.0, R_y: float = 1.0) -> float:
     return logistic_sensitivity(R) if family == "logistic" else linear_sensitivity(R, R_y)
 
 
-def _calibrated(X, y, family: str, epsilon: float, delta: float, R: float, R_y: float, random_state):
+def _calibrated(X, y, family: str, epsilon: float, delta: float, R: float, R_y: float, insecure_seed):
     """(clipped X, y, joint sensitivity, zCDP budget rho of (epsilon, delta), noise source) shared by both releases."""
     X, y = _check(X, y, family, R_y)
     delta_s = ssp_sensitivity(family, R, R_y)
-    return clip_rows(X, R), y, delta_s, cdp_rho(epsilon, delta), noise_source(random_state, "random_state")
+    return clip_rows(X, R), y, delta_s, cdp_rho(epsilon, delta), noise_source(insecure_seed, "insecure_seed")
 
 
 def gaussian_ssp(
@@ -99,10 +99,10 @@ def gaussian_ssp(
     R: float = 1.0,
     R_y: float = 1.0,
     accountant: Accountant | None = None,
-    random_state: int | RandomSource | None = None,
+    insecure_seed: int | RandomSource | None = None,
 ) -> NoisyStatistics:
     """Central (epsilon, delta)-DP release of sum_i t(x_i, y_i): exact lattice Gaussian noise, cdp_rho(epsilon, delta)-zCDP."""
-    X, y, delta_s, rho, rng = _calibrated(X, y, family, epsilon, delta, R, R_y, random_state)
+    X, y, delta_s, rho, rng = _calibrated(X, y, family, epsilon, delta, R, R_y, insecure_seed)
     if accountant is not None and not accountant.can_afford(rho):
         raise BudgetExceeded(f"gaussian SSP needs rho={rho:.6g} but the accountant has {accountant.remaining:.6g} left")
     s = record_statistics(X, y, family).sum(axis=0)
@@ -125,10 +125,10 @@ def local_ssp(
     delta: float,
     R: float = 1.0,
     R_y: float = 1.0,
-    random_state: int | RandomSource | None = None,
+    insecure_seed: int | RandomSource | None = None,
 ) -> NoisyStatistics:
     """Every user releases t(x_i, y_i) + exact lattice Gaussian noise ((epsilon, delta)-LDP); the aggregator sums them."""
-    X, y, delta_s, rho, rng = _calibrated(X, y, family, epsilon, delta, R, R_y, random_state)
+    X, y, delta_s, rho, rng = _calibrated(X, y, family, epsilon, delta, R, R_y, insecure_seed)
     t = record_statistics(X, y, family)
     release = lattice_gaussian(rng, t, delta_s, rho, dim=t.shape[1])  # one release per user (row)
     reports, sigma = release.values, release.sigma

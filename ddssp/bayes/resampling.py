@@ -44,8 +44,8 @@ from marginals.measurement import Measurement
 from marginals.source import MeasuredSource, implements
 
 @dataclass(frozen=True, eq=False)
-class ModelSource:
-    """A fitted model seen as a marginal source over ``domain`` (a subset of the model's attributes)."""
+class ModelMarginals:
+    """A fitted model's marginals over ``domain`` (a subset of its attributes): a marginal source for a fit."""
 
     domain: Domain
     model: Any
@@ -106,7 +106,7 @@ def mechanism_errors(estimator: Any, source: Any, n_boot: int, rng: np.random.Ge
         with warnings.catch_warnings():  # the seeded rerun warns that it is not private: it needs not be
             warnings.simplefilter("ignore")
             rerun = AIM.from_config(config).run(Dataset(rows, release.domain))
-        theta = fitted_theta(estimator, ModelSource(domain, rerun.model))
+        theta = fitted_theta(estimator, ModelMarginals(domain, rerun.model))
         truth = fitted_theta(estimator, Dataset(rows[attrs], domain))
         errors.append(theta - truth)
     return np.array(errors)
@@ -130,7 +130,7 @@ def covering_measurements(measurements: Sequence[Measurement], domain: Domain, c
     return out
 
 
-class NoisyModelSource(ModelSource):
+class NoisyModelMarginals(ModelMarginals):
     """Model marginals plus one fresh draw of the covering measurements' noise per `marginals` call."""
 
     def __init__(self, domain: Domain, model: Any, measurements: Sequence[Measurement], rng: np.random.Generator):
@@ -165,6 +165,6 @@ class NoisyModelSource(ModelSource):
 def measurement_errors(estimator: Any, source: Any, n_boot: int, rng: np.random.Generator) -> np.ndarray:
     """(n_boot, p) errors of ``estimator`` with the measured blocks' noise added to the released model."""
     release, domain = release_parts(source)
-    theta_hat = fitted_theta(estimator, ModelSource(domain, release.model))
-    noisy = NoisyModelSource(domain, release.model, release.measurements, rng)
+    theta_hat = fitted_theta(estimator, ModelMarginals(domain, release.model))
+    noisy = NoisyModelMarginals(domain, release.model, release.measurements, rng)
     return np.array([fitted_theta(estimator, noisy) - theta_hat for _ in range(n_boot)])

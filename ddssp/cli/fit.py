@@ -1,5 +1,5 @@
-"""``dp-marginals fit`` (DD-SSP regression from a release alone) and ``inspect`` (what a release
-holds and what it cost)."""
+"""``dp-marginals fit``: a DD-SSP regression from the marginals of a release alone (no private
+rows, no further privacy cost); its coefficients printed and, with ``--json``, saved for ``predict``."""
 
 from __future__ import annotations
 
@@ -7,8 +7,6 @@ import argparse
 import json
 import warnings
 from typing import Any, Sequence
-
-import numpy as np
 
 from aim import Release
 from marginals.files import write_text_atomic
@@ -50,7 +48,8 @@ def _g(value: float | None) -> str:
     return "unknown" if value is None else f"{value:g}"  # a release built by hand may lack (eps, delta)
 
 
-def cmd_fit(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    """Run ``fit``; returns the exit code."""
     check_outputs([("--json", args.json)], [("--release", args.release)])
     release = load_release(args.release)
     exclude = split_names(args.exclude)
@@ -93,55 +92,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
     return 0
 
 
-# --- inspect -----------------------------------------------------------------------------------------
-
-
-def release_report(release: Release) -> dict:
-    """What a release holds and what it cost, as a JSON-able dict (used by ``inspect``)."""
-    ledger = release.ledger
-    return {
-        "domain": release.domain.to_dict(),
-        "privacy": {
-            "rho_budget": ledger.rho,
-            "rho_spent": ledger.spent,
-            "epsilon": release.epsilon,
-            "delta": release.delta,
-            "charges": len(ledger.charges),
-        },
-        "measurements": [{"clique": list(m.clique), "sigma": float(m.sigma), "cells": int(np.size(m.noisy_counts))}
-                         for m in release.measurements],
-        "model": {"cliques": [list(c) for c in release.model.cliques], "size_mb": release.model.size_mb,
-                  "total": release.model.total},
-        "rounds": len(release.rounds),
-        "annealed": sum(bool(r.get("annealed")) for r in release.rounds),
-        "private": release.private,
-        "config": {k: v for k, v in release.config.items() if k != "workload"},
-        "workload_cliques": len(release.config.get("workload", [])),
-    }
-
-
-def cmd_inspect(args: argparse.Namespace) -> int:
-    release = load_release(args.release)
-    report = release_report(release)
-    if args.json:
-        print(json.dumps(report, indent=1))
-        return 0
-    status = "private" if release.private else "NOT PRIVATE (seeded noise source: tests/benchmarks only)"
-    print(f"release {args.release}: {len(release.domain)} attributes, {status}")
-    print("\n".join([release.ledger.summary(), *release.threshold_lines()]))
-    print(f"{report['rounds']} selection rounds ({report['annealed']} annealed); "
-          f"workload of {report['workload_cliques']} cliques")
-    print(f"model: {len(release.model.cliques)} cliques, {release.model.size_mb:.2f} MB, "
-          f"estimated rows {release.model.total:,.0f}")
-    print(f"{len(release.measurements)} measurements (clique, sigma, cells):")
-    for m in report["measurements"]:
-        print(f"  {','.join(m['clique']):<40} sigma={m['sigma']:10.3f}  {m['cells']:>7} cells")
-    return 0
-
-
-
-
-def add_fit(sub: Any, common: argparse.ArgumentParser) -> None:
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``fit`` to the subcommands ``sub``."""
     p = subcommand(sub, common, "fit", "DD-SSP regression from a release alone",
                     "Fit a DD-SSP regression from the marginals of a release (no private rows, "
                     "no further privacy cost) and print its coefficients.")
@@ -157,13 +109,4 @@ def add_fit(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="the DD-SSP paper's one-hot features for that data set (instead of --categorical)")
     p.add_argument("--json", metavar="FILE", help="also write the coefficients to this JSON file")
     p.add_argument("--intercept", action="store_true", help="add an intercept column (the paper's encoding has none)")
-    p.set_defaults(func=cmd_fit)
-
-
-def add_inspect(sub: Any, common: argparse.ArgumentParser) -> None:
-    p = subcommand(sub, common, "inspect", "ledger, measurements, model and rounds of a release",
-                    "Print what a release holds and what it cost: the privacy ledger, measurements, "
-                    "model cliques and selection rounds.")
-    p.add_argument("release", metavar="NPZ", help="a release file written by synth")
-    p.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-    p.set_defaults(func=cmd_inspect)
+    p.set_defaults(func=run)

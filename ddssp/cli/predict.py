@@ -27,7 +27,7 @@ from sklearn.base import is_classifier
 from marginals.dataset import read_csv_file
 from marginals.files import read_json, write_text_atomic
 
-from .common import add_csv_output_flags, check_outputs, csv_text, load_release, private_note
+from .common import add_csv_output_flags, check_outputs, csv_text, load_release, private_note, subcommand
 from .fit import check_fit_size
 from ..encoding import EncodingOptions
 from ..estimators import DDSSPLinearRegression, DDSSPLogisticRegression
@@ -35,20 +35,6 @@ from ..estimators import DDSSPLinearRegression, DDSSPLogisticRegression
 #: largest difference between the file's coefficients and the refit ones (both are the same
 #: deterministic computation; only JSON's decimal round trip separates them).
 COEF_TOLERANCE = 1e-9
-
-
-def add_predict(sub: Any, common: argparse.ArgumentParser) -> None:
-    """Register the ``predict`` subcommand on the subparsers ``sub``."""
-    p = sub.add_parser("predict", parents=[common], help="predictions of a fitted DD-SSP model on new rows",
-                       description="Refit the model that `fit --json` saved (deterministic: no privacy cost) "
-                                   "from its release and write its predictions for the rows of --data.")  # fmt: skip
-    p.add_argument("--release", required=True, metavar="NPZ", help="the release the model was fitted on")
-    p.add_argument("--coef", required=True, metavar="JSON", help="the coefficient file written by fit --json")
-    p.add_argument("--data", required=True, metavar="CSV",
-                   help="rows to predict: raw values if the release has a spec, integer codes otherwise")
-    p.add_argument("--out", required=True, metavar="CSV", help="the predictions (one row per --data row)")
-    add_csv_output_flags(p)
-    p.set_defaults(func=cmd_predict)
 
 
 def _texts(value: Any) -> bool:
@@ -112,7 +98,8 @@ def predictions(model: Any, rows: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def cmd_predict(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    """Run ``predict``; returns the exit code."""
     check_outputs([("--out", args.out)], [("--release", args.release), ("--coef", args.coef), ("--data", args.data)])
     settings = _settings(args.coef)
     model = refit(load_release(args.release), settings, args.coef)
@@ -127,4 +114,15 @@ def cmd_predict(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["add_predict", "cmd_predict", "predictions", "refit"]
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``predict`` to the subcommands ``sub``."""
+    p = subcommand(sub, common, "predict", "predictions of a fitted DD-SSP model on new rows",
+                   "Refit the model that fit --json saved (deterministic: no privacy cost) from its release and "
+                   "write its predictions for the rows of --data.")  # fmt: skip
+    p.add_argument("--release", required=True, metavar="NPZ", help="the release the model was fitted on")
+    p.add_argument("--coef", required=True, metavar="JSON", help="the coefficient file written by fit --json")
+    p.add_argument("--data", required=True, metavar="CSV",
+                   help="rows to predict: raw values if the release has a spec, integer codes otherwise")
+    p.add_argument("--out", required=True, metavar="CSV", help="the predictions (one row per --data row)")
+    add_csv_output_flags(p)
+    p.set_defaults(func=run)

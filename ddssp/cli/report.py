@@ -11,22 +11,22 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from aim.report.build import write_report
 from aim.report.plots import EXTRA, MissingExtraError
 from marginals.dataset import Dataset
 from marginals.domain import Domain
 
-from .common import check_outputs, fail, load_release, nonnegative_int
+from .common import check_outputs, fail, load_release, nonnegative_int, subcommand
 
 
-def add_report_parser(subparsers: Any, parents: Sequence[argparse.ArgumentParser] = ()) -> argparse.ArgumentParser:
-    """Register ``report`` on the ``subparsers`` of the main parser (``parents``: the shared flags)."""
-    p = subparsers.add_parser(
-        "report", parents=list(parents),
-        help="HTML quality report of a release (ledger, rounds, cliques; --data adds a NON-PRIVATE diagnostic)",
-    )
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``report`` to the subcommands ``sub``."""
+    p = subcommand(sub, common, "report",
+                   "HTML quality report of a release (ledger, rounds, cliques; --data adds a NON-PRIVATE diagnostic)",
+                   "Write one self-contained HTML page (and its PNGs) showing what a release cost and holds. With "
+                   "--data (the private rows) it adds a NON-PRIVATE diagnostic: for the data holder only.")  # fmt: skip
     p.add_argument("--release", required=True, help="the release file (.npz) to describe")
     p.add_argument("--out", help="the HTML file (default: <release>-report.html next to the release)")
     p.add_argument("--data", help="the PRIVATE CSV of codes the release was made from: adds a non-private "
@@ -38,16 +38,15 @@ def add_report_parser(subparsers: Any, parents: Sequence[argparse.ArgumentParser
     p.add_argument("--worst", type=nonnegative_int, default=6,
                    help="with --data: heatmaps of this many worst 2-way marginals (default 6)")
     p.add_argument("--title", help="page title (default: from the output name)")
-    p.set_defaults(func=cmd_report)
-    return p
+    p.set_defaults(func=run)
 
 
 def _read_codes(path: str | None, domain: Domain) -> Dataset | None:
     return None if path is None else Dataset.from_csv(path, domain)
 
 
-def cmd_report(args: argparse.Namespace) -> int:
-    """Write the report; one line per output on stdout."""
+def run(args: argparse.Namespace) -> int:
+    """Run ``report``: write the report; one line per output on stdout. Returns the exit code."""
     out = Path(args.out or Path(args.release).with_suffix("").as_posix() + "-report.html")
     if args.no_png and args.png_dir:
         raise ValueError("give --png-dir or --no-png, not both")

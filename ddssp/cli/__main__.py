@@ -1,0 +1,7 @@
+"""``python -m ddssp.cli``: the ``dp-marginals`` command line."""
+
+import sys
+
+from .app import main
+
+sys.exit(main())

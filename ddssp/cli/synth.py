@@ -1,0 +1,263 @@
+"""``dp-marginals synth``: an AIM release and a synthetic table sampled from its model.
+
+Three inputs: a CSV of codes with its public ``--domain``; a raw CSV with a public ``--spec``
+(synthetic rows are decoded back to values); or a raw CSV alone, whose spec is inferred under DP
+and charged to the release's own ledger (`synth_raw`; ``--schema`` declares what is public).
+Without ``--data`` it runs on a data set shipped with the package (``--dataset``, Adult by default).
+
+    dp-marginals synth --data codes.csv --domain domain.json --epsilon 1 --out synth.csv --release r.npz
+    dp-marginals synth --data raw.csv --epsilon 1 --out synth.csv --release r.npz [--spec-budget 0.05]
+
+A raw CSV without a header row needs its column names: ``--columns a,b,c`` or a ``--schema``
+listing them in file order.
+"""
+
+from __future__ import annotations
+
+import argparse
+import warnings
+from pathlib import Path
+from typing import Any, Callable
+
+from aim import AIM, all_k_way, normalize_workload, workload_error
+from aim.raw import SPEC_SHARE, synthesize
+from aim.release_checks import check_synthetic_size
+from marginals.dataset import DataError, Dataset, read_csv_file
+from marginals.datasets import DATASETS
+from marginals.domain import Domain
+from marginals.files import AtomicOutputs, read_json, write_text_atomic
+from marginals.privacy import cdp_rho
+from marginals.randomness import sampling_rng
+from marginals.spec.discretize import Discretizer
+from marginals.spec.infer import SpecInferenceWarning
+from marginals.spec.public import DEFAULT_BINS, read_schema
+
+from .common import (
+    Renamed, add_csv_output_flags, add_raw_csv_flags, check_outputs, csv_text, encode_raw, nonnegative_int, note,
+    positive_float, positive_int, private_note, row_count, subcommand,
+)
+
+# --- the input -----------------------------------------------------------------------------------------
+
+
+def input_name(args: argparse.Namespace) -> str:
+    """The name of the input (for the default output paths): the --data file's stem or the data set's name."""
+    return Path(args.data).stem if args.data else args.dataset
+
+
+def load_input(args: argparse.Namespace) -> tuple[Dataset, Any]:
+    """(coded dataset, discretizer or None) from --data/--domain, --data/--spec or a shipped data set."""
+    if args.data:
+        if args.spec and args.domain:
+            raise ValueError("give --domain (a CSV of codes) or --spec (a CSV of raw values), not both")
+        if args.spec:
+            disc = Discretizer.load(args.spec)
+            return encode_raw(args, disc), disc
+        if not args.domain:
+            raise ValueError("--data needs --domain (the public domain.json) or --spec (a discretization spec)")
+        return Dataset.from_csv(args.data, Domain.load(args.domain)), None
+    if args.domain or args.spec:
+        raise ValueError("--domain and --spec describe a --data file; give --data too")
+    return DATASETS[args.dataset](), None
+
+
+def read_workload(args: argparse.Namespace, domain: Domain) -> Any:
+    """The --workload file's cliques (or [clique, weight] pairs), checked against ``domain``; None without one."""
+    if not args.workload:
+        return None
+    raw = read_json(args.workload, "workload file")
+    if not isinstance(raw, list):
+        raise ValueError(f"{args.workload}: a workload file holds a JSON list of cliques or [clique, weight] pairs")
+    try:
+        normalize_workload(domain, raw)  # validated here so that the error names the file
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{args.workload}: {exc}") from None
+    return raw  # cliques or [clique, weight] pairs: AIM's normalize_workload reads both
+
+
+def print_evaluation(data: Any, model: Any, synthetic: Any) -> None:
+    """The --evaluate line: workload errors of the model and the synthetic rows against the private rows."""
+    workload = all_k_way(data.domain)
+    print(f"workload error (NOT private: computed on the private rows; mean L1 over {len(workload)} 2-way "
+          f"marginals): model {workload_error(data, model, workload):.4f}, "
+          f"synthetic {workload_error(data, synthetic, workload):.4f}")  # fmt: skip
+
+
+# --- codes, or raw values with a public spec -------------------------------------------------------------
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``synth``; returns the exit code."""
+    cdp_rho(args.epsilon, args.delta)  # validates the budget before any data is read
+    out_path = Path(args.out or f"results/{input_name(args)}-eps{args.epsilon:g}-synthetic.csv")
+    release_path = Path(args.release or f"results/{input_name(args)}-eps{args.epsilon:g}-release.npz")
+    check_outputs([("--out", out_path), ("--release", release_path)],
+                  [("--data", args.data), ("--domain", args.domain), ("--spec", args.spec), ("--workload", args.workload),
+                   ("--schema", args.schema)])  # fmt: skip
+    if args.data and not args.domain and not args.spec:  # raw values alone: the spec is inferred under DP
+        return synth_raw(args, out_path, release_path, lambda message: note(args, message))
+    if args.schema or args.spec_budget is not None or args.columns:
+        raise ValueError("--schema, --spec-budget and --columns are for a raw --data without --spec or --domain")
+    data, disc = load_input(args)
+    if args.rows is not None:  # checked before AIM runs, not after
+        check_synthetic_size(args.rows, len(data.domain))
+    note(args, f"{input_name(args)}: {len(data.domain)} attributes")
+    private_note(args, f"{input_name(args)}: {len(data):,} rows")
+    mechanism = AIM(args.epsilon, args.delta, workload=read_workload(args, data.domain),
+                    max_model_size=args.max_model_size, max_cells=args.max_cells, insecure_seed=args.insecure_seed,
+                    progress=not args.quiet)  # fmt: skip
+    release = mechanism.run(data)
+    rows_rng = sampling_rng(args.sample_seed)  # post-processing of the public model: a seed is safe here
+    synthetic = release.synthetic_codes(args.rows, rng=rows_rng)
+    if disc is not None:
+        release = release.with_spec(disc)  # the release stores its public spec; rows come back readable
+    out = synthetic if disc is None else disc.inverse_transform(synthetic, rng=rows_rng, numeric=args.numeric, typed=True)
+    with AtomicOutputs() as outputs:  # the release and the CSV: both or neither
+        release.save(outputs.stage(release_path))
+        write_text_atomic(outputs.stage(out_path), csv_text(out, args.escape_formulas))
+    print(release.summary())  # no run time: it depends on the private rows (their number, the counting)
+    if args.evaluate:
+        print_evaluation(data, release.model, synthetic)
+    print(f"wrote {release_path} and {out_path} ({len(out):,} synthetic rows)")
+    return 0
+
+
+# --- raw values alone: the spec inferred under DP ----------------------------------------------------------
+
+
+def column_names(args: argparse.Namespace) -> list[str] | None:
+    """Column names of a headerless raw CSV (--columns or the schema's order); None with a header row."""
+    if not args.no_header:
+        if args.columns:
+            raise ValueError("--columns names the columns of a CSV read with --no-header")
+        return None
+    if args.columns:
+        return [c.strip() for c in args.columns.split(",") if c.strip()]
+    if args.schema:
+        return list(read_schema(args.schema)["columns"])
+    raise ValueError("a raw CSV read with --no-header needs its column names: --columns a,b,c or a --schema")
+
+
+def describe_spec(spec: dict) -> str:
+    """One line per spec: each column's categories count or numeric range."""
+    parts = []
+    for name, col in spec["columns"].items():
+        if col["type"] == "categorical":
+            k = len(col["categories"])
+            parts.append(f"{name}: {k} {'category' if k == 1 else 'categories'}")
+        else:
+            edges = col.get("edges") or [col["lo"], col["hi"]]
+            parts.append(f"{name}: [{edges[0]:g}, {edges[-1]:g}]")
+    return "; ".join(parts)
+
+
+def synth_raw(args: argparse.Namespace, out_path: Path, release_path: Path, say: Callable[[str], None]) -> int:
+    """``synth`` on a raw CSV without a spec: DP spec + AIM on one ledger, readable synthetic rows."""
+    names = column_names(args)
+    raw = read_csv_file(args.data, text=True, header=None if names else "infer", names=names,
+                        skiprows=args.skip_rows, skipinitialspace=True)  # fmt: skip
+    if raw.empty:
+        raise ValueError(f"{args.data}: no data rows (a raw CSV needs a header row and at least one row)")
+    spec_share = SPEC_SHARE if args.spec_budget is None else args.spec_budget
+    say(f"{Path(args.data).stem}: raw CSV read as text, {raw.shape[1]} columns; no --spec: inferring the spec "
+        f"under DP with {100 * spec_share:g}% of the budget (--spec-budget), charged to the release's ledger")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", SpecInferenceWarning)
+        try:
+            release, synthetic = synthesize(
+                raw, args.epsilon, args.delta, schema=args.schema, spec_share=spec_share, bins=args.bins,
+                rows=args.rows, numeric=args.numeric, insecure_seed=args.insecure_seed, sample_seed=args.sample_seed,
+                max_model_size=args.max_model_size, max_cells=args.max_cells, progress=not args.quiet,
+                show_private_values=getattr(args, "show_private_values", False),
+            )
+        except DataError as exc:  # a rule of the schema failed on the rows: checked before any budget is spent
+            raise ValueError(f"{args.data}: {exc}") from None
+    for w in caught:
+        say(f"warning: {w.message}")
+    with AtomicOutputs() as outputs:
+        release.save(outputs.stage(release_path))
+        write_text_atomic(outputs.stage(out_path), csv_text(synthetic, args.escape_formulas))
+    print(f"spec (public: DP-derived, stored in the release): {describe_spec(release.spec)}")
+    print(release.summary())
+    if args.evaluate:
+        coded = release.discretizer.transform(raw.set_axis([str(c) for c in raw.columns], axis=1), extra="drop")
+        print_evaluation(coded, release.model, release.synthetic_codes(rng=args.sample_seed))
+    print(f"wrote {release_path} and {out_path} ({len(synthetic):,} synthetic rows)")
+    return 0
+
+
+# --- the parser ----------------------------------------------------------------------------------------------
+
+
+def share(text: str) -> float:
+    """argparse type: a fraction strictly between 0 and 1 (the spec's share of the budget)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number {text!r}") from None
+    if not (0 < value < 1):
+        raise argparse.ArgumentTypeError(f"must lie strictly between 0 and 1, got {text}")
+    return value
+
+
+def add_input_flags(p: argparse.ArgumentParser) -> None:
+    """What to read: --data with --domain, --spec or neither (raw: --schema, --spec-budget, ...), or --dataset."""
+    p.add_argument("--data", metavar="CSV", help="CSV of integer codes (with --domain) or of raw values (with --spec, "
+                                                 "or alone: the spec is then inferred under DP, on the same budget)")
+    p.add_argument("--domain", metavar="JSON", help="the public domain.json of --data (column -> number of levels)")
+    p.add_argument("--spec", metavar="JSON",
+                   help="a public discretization spec for raw --data; synthetic rows are decoded back to values")
+    p.add_argument("--numeric", choices=["uniform", "midpoint", "interval"], default="uniform",
+                   help="raw data: decoded numeric bins as values drawn uniformly inside the bin (default), "
+                        "bin midpoints, or interval labels")
+    p.add_argument("--decode", action=Renamed,
+                   const="--numeric uniform|midpoint|interval (--decode is discretize's CSV of codes)")
+    add_raw_csv_flags(p, "raw data: ")
+    p.add_argument("--schema", help="raw --data without --spec: a public schema (JSON: names, types, categories, "
+                                    "bounds); what it leaves open is inferred under DP")
+    p.add_argument("--spec-budget", type=share, default=None,
+                   help=f"raw --data without --spec: share of the privacy budget (rho) the DP spec inference may "
+                        f"spend (default {SPEC_SHARE:g}); AIM gets the rest")
+    p.add_argument("--columns", help="comma-separated column names of a raw CSV read with --no-header")
+    p.add_argument("--bins", type=int, default=DEFAULT_BINS, help=f"bins per inferred numeric column (default {DEFAULT_BINS})")
+    p.add_argument("--dataset", choices=sorted(DATASETS), default="adult",
+                   help="data set shipped with the package, used when --data is not given (default adult: "
+                        "the UCI Adult table, 47,842 rows)")
+
+
+def add_release_flags(p: argparse.ArgumentParser) -> None:
+    """The release's budget and AIM's settings, the seeds, the outputs."""
+    p.add_argument("--epsilon", type=float, default=1.0, help="privacy budget epsilon of the release, > 0 (default 1)")
+    p.add_argument("--delta", type=float, default=1e-9,
+                   help="privacy budget delta of the release, in (0, 1); keep it far below 1/rows (default 1e-9)")
+    p.add_argument("--workload", metavar="JSON",
+                   help="JSON list of cliques or [clique, weight] pairs (default: all 2-way)")
+    p.add_argument("--max-cells", type=positive_int, default=10_000, metavar="N",
+                   help="default workload: the 2-way marginals of at most N cells (default 10000)")
+    p.add_argument("--max-model-size", type=positive_float, default=80.0, metavar="MB",
+                   help="largest graphical model AIM may fit, in MB (default 80)")
+    p.add_argument("--insecure-seed", type=nonnegative_int, default=None, metavar="SEED",
+                   help="TESTS/BENCHMARKS ONLY: seed the noise; anyone who knows it can undo the noise, and the "
+                        "release is marked not private (default: the OS's secure source, nothing to seed)")
+    p.add_argument("--sample-seed", type=nonnegative_int, default=None, metavar="SEED",
+                   help="seed for drawing the synthetic rows from the released model (post-processing: safe)")
+    p.add_argument("--rows", type=row_count, metavar="N",
+                   help="synthetic rows, at most 100,000,000 (default: the release's noisy estimate of the total)")
+    p.add_argument("--out", metavar="CSV", help="synthetic CSV (default results/<name>-eps<eps>-synthetic.csv)")
+    p.add_argument("--release", metavar="NPZ", help="release file (default results/<name>-eps<eps>-release.npz)")
+    p.add_argument("--evaluate", action="store_true",
+                   help="also print the workload error against the private rows (a NON-PRIVATE diagnostic: it "
+                        "spends no budget, for the data holder only; do not publish it)")
+
+
+def register(sub: Any, common: argparse.ArgumentParser) -> None:
+    """Add ``synth`` to the subcommands ``sub``."""
+    p = subcommand(sub, common, "synth", "AIM release and synthetic table",
+                   "Measure noisy marginals with AIM under (--epsilon, --delta), write the release and a synthetic "
+                   "CSV sampled from its model. The input is a CSV of codes (--domain), a raw CSV with a public "
+                   "spec (--spec), a raw CSV alone (its spec is inferred under DP, on the same budget) or, without "
+                   "--data, a data set shipped with the package.")  # fmt: skip
+    add_input_flags(p)
+    add_release_flags(p)
+    add_csv_output_flags(p)
+    p.set_defaults(func=run)

@@ -155,6 +155,17 @@ def test_the_ledger_lists_every_charge(tiny, reports):
     assert np.all(np.diff(running) >= 0)
 
 
+def test_the_configuration_table_shows_the_mechanism_part(tiny, reports):
+    _, release = tiny
+    page = _parse(reports[0])
+    header, *rows = page.table_with("setting")
+    settings = {r[0]: r[1] for r in rows}
+    assert settings["mechanism"] == "AIM" and "AIM release over 4 attributes" in page.all_text
+    shown = {k for k in settings if not k.startswith("model.")}
+    assert shown == set(release.config["mechanism"]) - {"name", "workload"} | {"mechanism"}
+    assert not any(k.startswith("spec.") for k in settings)  # no spec inferred under DP
+
+
 def test_not_private_banner_only_for_an_insecure_seed(tiny, reports, tmp_path):
     _, release = tiny
     assert release.private is False

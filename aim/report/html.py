@@ -10,6 +10,7 @@ import html
 import statistics
 from typing import TYPE_CHECKING, Iterable, Sequence
 
+from ..release_config import MECHANISM_PART, SPEC_PART
 from .types import Diagnostic, Plot
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -141,7 +142,7 @@ def _cliques(release: "Release", graph_plot: Plot) -> str:
             for i, m in enumerate(release.measurements)]
     model = table(["model clique", "cells"], [(" x ".join(c), release.domain.size(c)) for c in release.model.cliques],
                   numeric=(1,))
-    info = table(["setting", "value"], [(k, v) for k, v in release.config.items() if k != "workload"]
+    info = table(["setting", "value"], _settings(release.config)
                  + [(f"model.{k}", v) for k, v in release.model.info.items() if isinstance(v, (int, float, str, bool))])
     return (figure(graph_plot)
             + details(f"All {len(rows)} measurements (clique, cells, sigma)",
@@ -149,6 +150,13 @@ def _cliques(release: "Release", graph_plot: Plot) -> str:
             + f"<p>The model: {len(release.model.cliques)} cliques, {release.model.size_mb:.2f} MB, "
             f"estimated rows {release.model.total:,.0f}.</p>"
             + details("Model cliques", model) + details("Configuration of the run", info))
+
+
+def _settings(config: dict) -> list[tuple[str, object]]:
+    """The run's configuration as rows: the mechanism's (its name, then its fields but the workload), the spec split's."""
+    mechanism = config.get(MECHANISM_PART) or {}
+    return ([("mechanism" if k == "name" else k, v) for k, v in mechanism.items() if k != "workload"]
+            + [(f"spec.{k}", v) for k, v in (config.get(SPEC_PART) or {}).items()])
 
 
 def _diagnostic(d: Diagnostic) -> str:
@@ -194,7 +202,7 @@ def render(release: "Release", plots: list[Plot], diagnostic: Diagnostic | None,
     if diagnostic is not None:
         sections.append(("diagnostic", "NON-PRIVATE DIAGNOSTIC: model vs true marginals", _diagnostic(diagnostic)))
     nav = "<nav>" + "".join(f'<a href="#{a}">{esc(h)}</a>' for a, h, _ in sections) + "</nav>"
-    mechanism = release.config.get("mechanism", "unknown mechanism")
+    mechanism = (release.config.get(MECHANISM_PART) or {}).get("name", "unknown mechanism")
     body = "".join(_section(a, h, b, "diagnostic" if a == "diagnostic" else "") for a, h, b in sections)
     return ("<!DOCTYPE html>\n"
             f'<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>'

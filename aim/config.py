@@ -1,10 +1,11 @@
 """`AIMConfig`: the hyperparameters of one AIM run, validated once, and their release form.
 
 `AIM(epsilon, delta, **hyperparameters)` builds one; `AIM.config` exposes it. A release stores
-the configuration the run used (`to_dict`: its own fields, the workload resolved against the
-domain) and `from_dict` reads it back. ``insecure_seed`` is never serialised: anyone holding it
-could subtract the noise. A seeded run is marked by the release's ``private: false`` instead,
-and the seed has to be given again to rebuild a seeded configuration.
+the configuration the run used as the mechanism part of its config (`to_dict`: the mechanism's
+name and its own fields, the workload resolved against the domain; see `aim.release_config`) and
+`from_dict` reads it back. ``insecure_seed`` is never serialised: anyone holding it could
+subtract the noise. A seeded run is marked by the release's ``private: false`` instead, and the
+seed has to be given again to rebuild a seeded configuration.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from .workload import workload_items
 ESTIMATOR_OPTIONS = ("stepsize", "step_growth", "armijo", "momentum", "resume_stepsize")
 #: the default delta of an AIM run.
 DEFAULT_DELTA = 1e-9
-#: the value of the release config's "mechanism" key.
+#: the ``name`` of the mechanism part of a release's config (`AIMConfig.to_dict`).
 MECHANISM = "AIM"
 
 
@@ -134,8 +135,8 @@ class AIMConfig:
         return dict(sorted(options.items()))
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form a release stores: ``mechanism`` plus every field except ``insecure_seed``."""
-        out: dict[str, Any] = {"mechanism": MECHANISM}
+        """The JSON form a release stores: ``name`` (the mechanism's) plus every field except ``insecure_seed``."""
+        out: dict[str, Any] = {"name": MECHANISM}
         for f in fields(self):
             if f.metadata.get("secret"):
                 continue
@@ -149,7 +150,7 @@ class AIMConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, insecure_seed: int | None = None) -> "AIMConfig":
-        """Rebuild a configuration from `to_dict`'s output (e.g. ``Release.config``).
+        """Rebuild a configuration from `to_dict`'s output (e.g. ``Release.config["mechanism"]``).
 
         A release never holds the seed: pass ``insecure_seed`` to rebuild a seeded configuration
         (required when the run used float noise, ``exact_noise: false``).
@@ -157,9 +158,9 @@ class AIMConfig:
         if not isinstance(data, Mapping):
             raise TypeError(f"an AIM configuration must be a mapping, got {type(data).__name__}")
         values = dict(data)
-        mechanism = values.pop("mechanism", MECHANISM)
-        if mechanism != MECHANISM:
-            raise ValueError(f"not an AIM configuration (mechanism {mechanism!r})")
+        name = values.pop("name", MECHANISM)
+        if name != MECHANISM:
+            raise ValueError(f"not an AIM configuration (mechanism name {name!r})")
         if "insecure_seed" in values:
             raise ValueError("a stored configuration never holds insecure_seed; pass it as an argument")
         known = {f.name for f in fields(cls)}

@@ -43,6 +43,7 @@ from pgm.model import Model
 from .config import DEFAULT_DELTA, ESTIMATOR_OPTIONS, AIMConfig
 from .progress import RunProgress
 from .release import Release
+from .release_config import build_config
 from .size_filter import filter_candidates
 from .workload import Clique, Workload, all_k_way, candidates, normalize_workload
 
@@ -185,7 +186,7 @@ class AIM:
             model=state.model,
             ledger=state.ledger,
             rounds=state.log,
-            config=dataclasses.replace(self._config, workload=tuple(state.workload)).to_dict(),
+            config=build_config(dataclasses.replace(self._config, workload=tuple(state.workload))),
             private=state.rng.private,
         )
 

@@ -13,7 +13,8 @@ Budget. The user's (epsilon, delta) is split once, before any row is read:
 - the ledger's rho = cdp_rho(epsilon, delta - threshold_delta); the spec may spend ``spec_share``
   of it; AIM runs at the epsilon of what is left (rounded down), so its charges fit;
 - the release's ledger holds the spec's charges (labels ``spec <column>: ...``) followed by AIM's,
-  and the run asserts they stay within rho. By approximate-zCDP composition (see
+  and the run asserts they stay within rho; its config records AIM's own configuration and the
+  split (`aim.release_config.SpecConfig`). By approximate-zCDP composition (see
   `marginals.spec.infer`) the release is (epsilon, delta)-DP.
 """
 
@@ -33,6 +34,7 @@ from marginals.spec.public import DEFAULT_BINS, draft_spec, spec_gaps
 
 from .mechanism import AIM
 from .release import Release
+from .release_config import SpecConfig, build_config
 
 #: default share of the privacy budget (rho) the DP spec inference may spend.
 SPEC_SHARE = 0.05
@@ -118,8 +120,9 @@ def _synthesize_inferred(data: pd.DataFrame, epsilon: float, delta: float, parti
     for c in inner.ledger.charges:
         ledger.charge(c.rho, c.label, c.mechanism, **c.params)
     assert ledger.spent <= ledger.rho * (1 + BUDGET_RTOL), "privacy ledger exceeds the budget"
-    config = {**inner.config, "epsilon": float(epsilon), "delta": float(delta), "threshold_delta": threshold_delta,
-              "aim_epsilon": eps_aim, "spec_share": float(spec_share), "spec_rho": spec_rho}
+    split = SpecConfig(epsilon=float(epsilon), delta=float(delta), threshold_delta=threshold_delta,
+                       aim_epsilon=eps_aim, spec_share=float(spec_share), spec_rho=spec_rho)
+    config = build_config(inner.mechanism_config(insecure_seed=aim_seed), split)
     rounds = [{**r, "rho_used": r["rho_used"] + spec_rho} if "rho_used" in r else r for r in inner.rounds]
     return Release(domain=inner.domain, measurements=inner.measurements, model=inner.model, ledger=ledger,
                    rounds=rounds, config=config, private=inner.private and insecure_seed is None,

@@ -5,9 +5,10 @@ allocated before the header has been checked.
 The order matters: (1) the file must be a zip archive whose members are plain ``.npy`` arrays
 (no pickle); (2) the JSON header is parsed (capped at `MAX_HEADER_MB`) and checked — its types,
 the domain (sizes capped by `marginals.domain.MAX_LEVELS`), every clique against the domain,
-finite positive sigmas and total, the ledger, the configuration's epsilon / delta against
-the ledger (delta = the ledger's conversion delta + the ``threshold_delta`` reserved for
-thresholded histograms, which their charges may not exceed), and the spec (a valid
+finite positive sigmas and total, the ledger, the configuration (its parts and their fields, see
+`aim.release_config`; the run's epsilon / delta against the ledger: delta = the ledger's
+conversion delta + the ``threshold_delta`` reserved for thresholded histograms, which their
+charges may not exceed; AIM's share within the ledger's budget), and the spec (a valid
 `marginals.Discretizer` spec whose domain is exactly the release's); (3) the cells the
 measurements, the potentials and the model's junction tree will take are summed from the header
 alone and capped (`MAX_RELEASE_MB`); (4) each array's ``.npy`` header (shape, dtype) is checked
@@ -35,6 +36,8 @@ from marginals.spec.discretize import Discretizer
 from marginals.domain import Domain
 from marginals.privacy import Accountant, BudgetExceeded, cdp_rho
 from pgm.junction_tree import model_size_mb
+
+from .release_config import MECHANISM_PART, SPEC_PART, check_config
 
 #: most memory (MiB of float64 cells) a release may need: its arrays plus the model's junction
 #: tree. A crafted 2 MB file could otherwise declare gigabytes of (compressible) cells.
@@ -171,8 +174,9 @@ def _cliques(raw: Any, domain: Domain, where: str, path: Any) -> list[tuple[str,
 
 def check_header(header: Any, path: Any) -> dict:
     """Validate the parsed header (format and version already checked) and return the pieces
-    `Release._read` builds from: domain, measurement cliques and sigmas, model cliques and total,
-    ledger. Raises `ReleaseFormatError` naming the file and the problem."""
+    `aim.storage` builds a release from: domain, measurement cliques and sigmas, model cliques and
+    total, ledger (the configuration is checked in place). Raises `ReleaseFormatError` naming the
+    file and the problem."""
     for key, kind in (("domain", dict), ("measurements", list), ("model", dict), ("ledger", dict),
                       ("rounds", list), ("config", dict)):
         if not isinstance(header.get(key), kind):
@@ -180,8 +184,7 @@ def check_header(header: Any, path: Any) -> dict:
                               f"got {type(header.get(key)).__name__}")
     for r in header["rounds"]:
         _check_round(r, path)
-    if not isinstance(header["config"].get("workload", []), list):
-        raise _fail(path, "release header: config workload must be a JSON list")
+    _check_config(header["config"], path)
     try:
         domain = Domain.from_dict(header["domain"])
     except ValueError as exc:
@@ -256,9 +259,19 @@ def _check_charges(ledger: Accountant, path: Any) -> None:
                               "parameters JSON numbers or text")
 
 
-def _threshold_delta(config: dict, ledger: Accountant, path: Any) -> float:
+def _check_config(config: dict, path: Any) -> None:
+    """The configuration's parts and their fields (`aim.release_config.check_config`)."""
+    mechanism = config.get(MECHANISM_PART)
+    if isinstance(mechanism, dict) and not isinstance(mechanism.get("workload", []), list):
+        raise _fail(path, "release header: config workload must be a JSON list")
+    try:
+        check_config(config)
+    except (TypeError, ValueError) as exc:
+        raise _fail(path, f"release config: {exc}") from None
+
+
+def _threshold_delta(reserved: Any, ledger: Accountant, path: Any) -> float:
     """The delta reserved for thresholded histograms, after checking that their charges fit in it."""
-    reserved = config.get("threshold_delta", 0.0)
     if not (_number(reserved) and 0 <= reserved < 1):
         raise _fail(path, f"config threshold_delta must lie in [0, 1), got {reserved!r}")
     used = []
@@ -274,28 +287,47 @@ def _threshold_delta(config: dict, ledger: Accountant, path: Any) -> float:
 
 
 def _check_budget(config: dict, ledger: Accountant, path: Any) -> None:
-    """The configuration's (epsilon, delta), when present, must be what the ledger's budget is."""
-    reserved = _threshold_delta(config, ledger, path)
-    if "delta" in config:
-        delta = config["delta"]
+    """The run's (epsilon, delta), when the configuration holds them, must be what the ledger's
+    budget is; with a spec part, AIM's share must fit in it at the ledger's delta."""
+    spec = config.get(SPEC_PART) or {}
+    reserved = _threshold_delta(spec.get("threshold_delta", 0.0), ledger, path)
+    budget = spec or config.get(MECHANISM_PART) or {}  # the whole run's (epsilon, delta)
+    if "delta" in budget:
+        delta = budget["delta"]
         if not (_positive(delta) and delta < 1):
             raise _fail(path, f"config delta must lie in (0, 1), got {delta!r}")
         if ledger.delta is None or not math.isclose(float(delta), float(ledger.delta) + reserved, rel_tol=1e-12):
             extra = f" + threshold_delta {reserved!r}" if reserved else ""
             raise _fail(path, f"config delta {delta!r} does not match the ledger's delta {ledger.delta!r}{extra}")
-    if "epsilon" in config:
-        eps = config["epsilon"]
-        if not _positive(eps):
-            raise _fail(path, f"config epsilon must be a finite number > 0, got {eps!r}")
-        if not (_positive(ledger.delta) and ledger.delta < 1):
-            raise _fail(path, f"config epsilon {eps!r} given but the ledger has no valid delta ({ledger.delta!r})")
-        try:
-            rho = cdp_rho(eps, ledger.delta)
-        except ValueError as exc:
-            raise _fail(path, f"config epsilon: {exc}") from None
-        if not math.isclose(rho, ledger.rho, rel_tol=RHO_RTOL):
-            raise _fail(path, f"config (epsilon={eps:g}, delta={ledger.delta:g}) means rho={rho:.9g}, but the "
-                              f"ledger's budget is rho={ledger.rho:.9g}")
+    if "epsilon" in budget:
+        _check_epsilon(budget["epsilon"], ledger, path)
+    if spec:
+        _check_aim_share(config[MECHANISM_PART], spec, ledger, path)
+
+
+def _check_epsilon(eps: Any, ledger: Accountant, path: Any) -> None:
+    if not _positive(eps):
+        raise _fail(path, f"config epsilon must be a finite number > 0, got {eps!r}")
+    if not (_positive(ledger.delta) and ledger.delta < 1):
+        raise _fail(path, f"config epsilon {eps!r} given but the ledger has no valid delta ({ledger.delta!r})")
+    try:
+        rho = cdp_rho(eps, ledger.delta)
+    except ValueError as exc:
+        raise _fail(path, f"config epsilon: {exc}") from None
+    if not math.isclose(rho, ledger.rho, rel_tol=RHO_RTOL):
+        raise _fail(path, f"config (epsilon={eps:g}, delta={ledger.delta:g}) means rho={rho:.9g}, but the "
+                          f"ledger's budget is rho={ledger.rho:.9g}")
+
+
+def _check_aim_share(mechanism: dict, spec: dict, ledger: Accountant, path: Any) -> None:
+    """A raw run's AIM ran at the ledger's delta, and its budget plus the spec's rho fit in the ledger's."""
+    delta = mechanism.get("delta")
+    if not (_positive(delta) and math.isclose(float(delta), float(ledger.delta), rel_tol=1e-12)):
+        raise _fail(path, f"config: the mechanism's delta {delta!r} is not the ledger's {ledger.delta!r}")
+    need = cdp_rho(mechanism["epsilon"], ledger.delta) + spec["spec_rho"]
+    if need > ledger.rho * (1 + RHO_RTOL):
+        raise _fail(path, f"config: AIM's budget (epsilon {mechanism['epsilon']:g}) plus the spec's rho "
+                          f"{spec['spec_rho']:.6g} is rho={need:.9g}, more than the ledger's {ledger.rho:.9g}")
 
 
 def check_potential(values: np.ndarray, clique: tuple[str, ...], path: Any) -> None:

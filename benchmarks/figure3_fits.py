@@ -136,9 +136,9 @@ def cached_release(path: Path, seed: int, spec: dict) -> tuple[Release, float] |
         return None
     try:
         release, meta = Release.load(path), json.loads(meta_path.read_text())
-        cfg = release.config
-        if (meta.get("seed") == seed and math.isclose(cfg.get("epsilon", -1), spec["eps"])
-                and math.isclose(cfg.get("max_model_size", -1), spec["mms"])
+        cfg = release.mechanism_config()
+        if (meta.get("seed") == seed and math.isclose(cfg.epsilon, spec["eps"])
+                and math.isclose(cfg.max_model_size, spec["mms"])
                 and math.isclose(release.delta, spec["delta"])):  # fmt: skip
             return release, float(meta["release_seconds"])
         print(f"warning: cached release {path.name} does not match its name; recomputing", file=sys.stderr)

@@ -14,9 +14,10 @@ from aim import AIM, AIMConfig, Release
 from aim.config import ESTIMATOR_OPTIONS
 from marginals.datasets import demo_dataset
 
-#: the configuration keys of a release file, format version 2 (what `aim.release` readers expect).
-VERSION_2_KEYS = {
-    "mechanism", "epsilon", "delta", "max_model_size", "max_iters", "tol", "round_work", "min_iters", "final_iters",
+#: the keys of a release's mechanism config part (`aim.release_config`; the flat config of format
+#: versions 2 and 3 held the same, with the name under "mechanism").
+MECHANISM_KEYS = {
+    "name", "epsilon", "delta", "max_model_size", "max_iters", "tol", "round_work", "min_iters", "final_iters",
     "final_tol", "final_work", "rounds", "max_cells", "loss_weight", "estimator_options", "anneal_iters",
     "exact_noise", "workload",
 }
@@ -81,7 +82,7 @@ def test_aim_keyword_signature_builds_the_config():
 def test_to_dict_is_the_fields_without_the_seed():
     cfg = AIMConfig(1.0, workload=[(("a", "b"), 2.0), ("b", "c")], insecure_seed=SEED)
     data = cfg.to_dict()
-    assert set(data) == VERSION_2_KEYS  # the release format's keys are unchanged
+    assert set(data) == MECHANISM_KEYS and data["name"] == "AIM"
     assert data["workload"] == [[["a", "b"], 2.0], [["b", "c"], 1.0]]
     text = json.dumps(data)
     assert str(SEED) not in text and "seed" not in text
@@ -93,8 +94,10 @@ def test_to_dict_is_the_fields_without_the_seed():
 
 def test_from_dict_refuses_what_it_cannot_rebuild():
     data = AIMConfig(1.0).to_dict()
-    with pytest.raises(ValueError, match="mechanism"):
-        AIMConfig.from_dict({**data, "mechanism": "MST"})
+    with pytest.raises(ValueError, match="mechanism name 'MST'"):
+        AIMConfig.from_dict({**data, "name": "MST"})
+    with pytest.raises(ValueError, match="unknown"):  # the flat config of format versions 2 and 3 (see aim.release_config)
+        AIMConfig.from_dict({**data, "spec_rho": 0.1})
     with pytest.raises(ValueError, match="insecure_seed"):
         AIMConfig.from_dict({**data, "insecure_seed": 4})
     with pytest.raises(ValueError, match="unknown"):
@@ -117,7 +120,8 @@ def test_release_config_round_trip_reproduces_the_run(tmp_path):
     with pytest.warns(UserWarning, match="seeded"):
         loaded = Release.load(tmp_path / "r.npz")
     assert loaded.private is False
-    parsed = AIMConfig.from_dict(loaded.config, insecure_seed=SEED)
+    parsed = loaded.mechanism_config(insecure_seed=SEED)
+    assert parsed == AIMConfig.from_dict(loaded.config["mechanism"], insecure_seed=SEED)
     # the stored workload is the resolved one (the default 2-way workload under max_cells)
     assert parsed.workload is not None and all(len(c) == 2 for c, _ in parsed.workload)
     assert dataclasses.replace(parsed, workload=None) == aim.config

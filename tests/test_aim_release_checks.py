@@ -136,9 +136,9 @@ def test_domain_sizes_in_the_header_are_capped_and_integers(good, tmp_path):
 
 
 def test_config_epsilon_and_delta_must_match_the_ledger(good, tmp_path):
-    message = _load_error(_tamper(good, tmp_path, config__epsilon=2.0))
+    message = _load_error(_tamper(good, tmp_path, config__mechanism__epsilon=2.0))
     assert "config (epsilon=2, delta=1e-09) means rho=" in message and "ledger's budget is rho=" in message
-    message = _load_error(_tamper(good, tmp_path, config__delta=1e-5))
+    message = _load_error(_tamper(good, tmp_path, config__mechanism__delta=1e-5))
     assert "config delta 1e-05 does not match the ledger's delta 1e-09" in message
     message = _load_error(_tamper(good, tmp_path, ledger__rho=cdp_rho(1.0, 1e-9) * 1.5))
     assert "ledger's budget is rho=" in message
@@ -187,7 +187,7 @@ def test_object_arrays_are_refused_without_unpickling(good, tmp_path):
 
 
 def test_cli_reports_a_crafted_release_in_one_line_exit_2(good, tmp_path, capsys):
-    bad = _tamper(good, tmp_path, config__epsilon=5.0)
+    bad = _tamper(good, tmp_path, config__mechanism__epsilon=5.0)
     for argv in (["inspect", str(bad)], ["fit", "--release", str(bad), "--target", "income", "--json",
                                          str(tmp_path / "coef.json")]):
         assert main(argv) == 2
@@ -199,7 +199,7 @@ def test_cli_reports_a_crafted_release_in_one_line_exit_2(good, tmp_path, capsys
 def test_rounds_and_config_types_are_checked(good, tmp_path, capsys):
     bad = _tamper(good, tmp_path, rounds=[1, 2])
     assert "each round must be a JSON object" in _load_error(bad)
-    assert "config workload must be a JSON list" in _load_error(_tamper(good, tmp_path, config__workload=3))
+    assert "config workload must be a JSON list" in _load_error(_tamper(good, tmp_path, config__mechanism__workload=3))
     assert main(["inspect", str(bad)]) == 2  # would have been an internal error (exit 1) in the report
     capsys.readouterr()
 
@@ -257,7 +257,7 @@ def _wide(good, tmp_path, levels: int):
     header["domain"] = {"a": levels, "b": levels}
     header["measurements"] = [{"clique": ["a"], "sigma": 1.0}, {"clique": ["b"], "sigma": 1.0}]
     header["model"]["cliques"] = [["a"], ["b"]]
-    header["config"]["workload"], header["rounds"] = [], []
+    header["config"]["mechanism"]["workload"], header["rounds"] = [[["a", "b"], 1.0]], []
     path = tmp_path / "wide.npz"
     ones = np.ones(levels)
     _write(path, header, {"measurement_0": ones, "measurement_1": ones, "potential_0": 0 * ones, "potential_1": 0 * ones})

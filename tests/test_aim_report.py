@@ -1,4 +1,4 @@
-"""The HTML quality report (`aim.report.build`, ``Release.report``, ``dp-marginals report``): the page
+"""The HTML quality report (`aim.report.write_report`, ``dp-marginals report``): the page
 is well-formed HTML, embeds its images as PNG data URIs (the same bytes as the PNG files), lists
 every ledger charge, flags an insecure-seeded release as NOT PRIVATE, escapes names from user
 files, and has the non-private diagnostic (owner-only files) only when the private rows are given."""
@@ -20,7 +20,8 @@ import pytest
 pytest.importorskip("matplotlib")
 
 from aim import AIM  # noqa: E402
-from aim.report.build import label_function, marginal_errors, total_variation, write_report  # noqa: E402
+from aim.report import write_report  # noqa: E402
+from aim.report.build import label_function, marginal_errors, total_variation  # noqa: E402
 from aim.report.plots import MissingExtraError, _pair_sigmas, clique_graph_figure, require_matplotlib  # noqa: E402
 from ddssp.cli import main  # noqa: E402
 from marginals import Dataset, Domain  # noqa: E402
@@ -126,8 +127,8 @@ def reports(tiny, tmp_path_factory):
     """The public report and the one with the private data, written once for several tests."""
     data, release = tiny
     folder = tmp_path_factory.mktemp("reports")
-    public = release.report(folder / "public.html")
-    private = release.report(folder / "private.html", data, synthetic=release.synthetic_data(rng=1), worst=2)
+    public = write_report(release, folder / "public.html")
+    private = write_report(release, folder / "private.html", data, synthetic=release.synthetic_data(rng=1), worst=2)
     return public, private
 
 
@@ -154,12 +155,23 @@ def test_the_ledger_lists_every_charge(tiny, reports):
     assert np.all(np.diff(running) >= 0)
 
 
+def test_the_configuration_table_shows_the_mechanism_part(tiny, reports):
+    _, release = tiny
+    page = _parse(reports[0])
+    header, *rows = page.table_with("setting")
+    settings = {r[0]: r[1] for r in rows}
+    assert settings["mechanism"] == "AIM" and "AIM release over 4 attributes" in page.all_text
+    shown = {k for k in settings if not k.startswith("model.")}
+    assert shown == set(release.config["mechanism"]) - {"name", "workload"} | {"mechanism"}
+    assert not any(k.startswith("spec.") for k in settings)  # no spec inferred under DP
+
+
 def test_not_private_banner_only_for_an_insecure_seed(tiny, reports, tmp_path):
     _, release = tiny
     assert release.private is False
     assert "NOT PRIVATE" in _parse(reports[0]).all_text
     secure = dataclasses.replace(release, private=True)  # as if drawn from the secure source
-    text = _parse(secure.report(tmp_path / "secure.html", png_dir=False)).all_text
+    text = _parse(write_report(secure, tmp_path / "secure.html", png_dir=False)).all_text
     assert "NOT PRIVATE" not in text and "secure source" in text
 
 
@@ -246,7 +258,7 @@ def test_labels_hook(tiny, tmp_path):
     with pytest.raises(ValueError, match="'a'"):
         label_function(release, lambda attr: ["x"])("a")
     with pytest.raises(ValueError, match="'a': expected 3"):  # a bad hook: nothing is written
-        release.report(tmp_path / "r.html", release.synthetic_data(rng=0), labels=lambda attr: ["only one"])
+        write_report(release, tmp_path / "r.html", release.synthetic_data(rng=0), labels=lambda attr: ["only one"])
     assert not list(tmp_path.iterdir())
     carrier = dataclasses.replace(release)
     carrier.spec = type("Spec", (), {"labels": staticmethod(lambda attr: ["no", "yes"] if attr == "c" else None)})()
@@ -256,11 +268,11 @@ def test_labels_hook(tiny, tmp_path):
 def test_stale_diagnostic_pngs_are_removed(tiny, tmp_path):
     data, release = tiny
     folder = tmp_path / "pngs"
-    release.report(tmp_path / "diag.html", data, png_dir=folder, worst=0)
+    write_report(release, tmp_path / "diag.html", data, png_dir=folder, worst=0)
     assert any("oneway" in f.name for f in folder.iterdir())
     mine = folder / "notes.png"
     mine.write_bytes(b"not ours")
-    release.report(tmp_path / "public.html", png_dir=folder)
+    write_report(release, tmp_path / "public.html", png_dir=folder)
     left = sorted(f.name for f in folder.iterdir())
     assert "notes.png" in left and not any("oneway" in n or "twoway" in n or "errors" in n for n in left)
 
@@ -351,7 +363,7 @@ def test_adult_report(tmp_path):
     domain = Domain.load(folder / "domain.json")
     data = Dataset.from_csv(folder / "train.csv", domain)
     release = AIM(1.0, 1e-9, insecure_seed=0).run(data)
-    page = _parse(release.report(tmp_path / "adult.html", data, png_dir=False))
+    page = _parse(write_report(release, tmp_path / "adult.html", data, png_dir=False))
     header, *rows = page.table_with("TV model")
     assert len(rows) == 15 + 15 * 14 // 2
     oneway = [alt.split(":")[0] for alt in page.alts if alt.endswith(": true vs model (non-private)") and " x " not in alt]

@@ -36,7 +36,7 @@ def test_workload_error_hand_computed():
 
 def test_workload_error_zero_for_the_data_itself(small_release):
     data = demo_dataset(n=1500)
-    pairs = [tuple(c) for c, _ in small_release.config["workload"]]
+    pairs = [tuple(c) for c, _ in small_release.config["mechanism"]["workload"]]
     assert workload_error(data, data, pairs) == 0.0
     assert workload_error(data, data.to_df(), pairs) == 0.0
     shuffled = data.to_df().sample(frac=1.0, random_state=0).reset_index(drop=True)
@@ -155,4 +155,4 @@ def test_estimator_options_reach_every_fit(tiny, monkeypatch):
     release = AIM(1.0, max_iters=5, final_iters=5, estimator_options=options, insecure_seed=0).run(tiny)
     assert len(seen) >= len(release.rounds) >= 1  # initial fit, round fits, final fit
     assert all({k: kw.get(k) for k in options} == options for kw in seen)
-    assert release.config["estimator_options"] == dict(sorted(options.items()))
+    assert release.config["mechanism"]["estimator_options"] == dict(sorted(options.items()))

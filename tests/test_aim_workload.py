@@ -80,9 +80,9 @@ def test_aim_default_workload_uses_max_cells():
     rng = np.random.default_rng(0)
     data = Dataset(pd.DataFrame({a: rng.integers(0, m, 300) for a, m in zip(dom.attrs, dom.shape)}), dom)
     release = AIM(1.0, max_cells=100, max_iters=5, final_iters=5, insecure_seed=0).run(data)
-    assert release.config["workload"] == [[["p", "q"], 1.0]]
+    assert release.config["mechanism"]["workload"] == [[["p", "q"], 1.0]]
     release = AIM(1.0, max_iters=5, final_iters=5, insecure_seed=0).run(data)
-    assert release.config["workload"] == [[["p", "q"], 1.0], [["p", "r"], 1.0], [["q", "r"], 1.0]]
+    assert release.config["mechanism"]["workload"] == [[["p", "q"], 1.0], [["p", "r"], 1.0], [["q", "r"], 1.0]]
 
 
 def test_normalize_workload_canonical_order_and_merging():

@@ -89,7 +89,7 @@ def test_synth_workload_file(coded, tmp_path):
     argv = ["synth", "--data", str(folder / "mine.csv"), "--domain", str(folder / "domain.json"), "--quiet",
             "--workload", str(tmp_path / "w.json"), "--out", str(tmp_path / "s.csv"), "--release", str(tmp_path / "r.npz")]
     assert main(argv) == 0
-    workload = Release.load(tmp_path / "r.npz").config["workload"]
+    workload = Release.load(tmp_path / "r.npz").config["mechanism"]["workload"]
     assert sorted((tuple(c), w) for c, w in workload) == [(("age", "income"), 1.0), (("sector", "region"), 2.0)]
 
 

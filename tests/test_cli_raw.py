@@ -65,7 +65,7 @@ def test_spec_budget_flag_and_midpoints(raw_csv, tmp_path, capsys):
     assert main(_synth(raw_csv, tmp_path, "--spec-budget", "0.2", "--numeric", "midpoint", "--quiet", "--evaluate")) == 0
     out = capsys.readouterr().out
     release = Release.load(tmp_path / "r.npz")
-    assert release.config["spec_share"] == 0.2 and "workload error (NOT private" in out
+    assert release.spec_config().spec_share == 0.2 and "workload error (NOT private" in out
     edges = release.spec["columns"]["age"]["edges"]
     assert len(set(pd.read_csv(tmp_path / "s.csv")["age"])) <= len(edges) - 1  # one midpoint per bin
 

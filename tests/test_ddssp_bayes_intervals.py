@@ -84,7 +84,7 @@ def test_rerun_config_is_the_release_configuration_with_float_noise():
     small = subset(5_000, SMALL)
     release = aim_release(small, 1.0, 0)
     config = rerun_config(release, 7)
-    assert config.to_dict() == {**release.config, "exact_noise": False} and config.insecure_seed == 7
+    assert config.to_dict() == {**release.config["mechanism"], "exact_noise": False} and config.insecure_seed == 7
     with pytest.raises(ValueError, match="AIM release"):
         rerun_config(all_pairs_release(subset(2_000, ATTRS), 30.0, 0), 7)
 

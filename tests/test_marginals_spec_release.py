@@ -49,8 +49,10 @@ def test_one_ledger_spec_charges_first_and_within_budget(inferred):
     assert ledger.charges[: len(spec_charges)] == tuple(spec_charges) and len(spec_charges) == 10
     assert sum(c.rho for c in spec_charges) <= 0.05 * ledger.rho * (1 + 1e-12)
     assert sum(c.params.get("delta", 0) for c in ledger.charges) <= threshold_delta
-    assert release.config["epsilon"] == 4.0 and release.delta == 1e-6
-    assert release.config["threshold_delta"] == threshold_delta
+    split = release.spec_config()
+    assert split.epsilon == release.epsilon == 4.0 and split.delta == release.delta == 1e-6
+    assert split.threshold_delta == threshold_delta
+    assert release.mechanism_config().epsilon == split.aim_epsilon and release.mechanism_config().delta == ledger.delta
     assert "thresholded histograms (DP spec)" in release.summary() and release.private is False
 
 
@@ -111,7 +113,7 @@ def test_a_complete_public_spec_costs_nothing_beyond_aim():
         "paid": {"type": "categorical", "categories": ["no", "yes"]}}}
     release, synthetic = synthesize(raw_table(800), epsilon=1.0, schema=schema, insecure_seed=2, **FAST)
     assert not any(c.label.startswith("spec ") for c in release.ledger.charges)
-    assert release.ledger.delta == 1e-9 and "threshold_delta" not in release.config
+    assert release.ledger.delta == 1e-9 and release.spec_config() is None and set(release.config) == {"mechanism"}
     assert release.spec["columns"]["job"]["categories"] == ["boss", "clerk", "nurse"]
     assert list(synthetic.columns) == ["age", "job", "paid"]  # the schema's columns; score is left out
 
@@ -135,6 +137,13 @@ def test_synthesize_rejects_bad_arguments():
 # --- the file's new fields are checked like the rest ---------------------------------------------
 
 
+def _flat_config(config: dict) -> dict:
+    """The one flat config of format versions 2 and 3: AIM's fields (its name under "mechanism"),
+    then a raw run's budget split, whose epsilon and delta (the whole run's) replace AIM's."""
+    mechanism = {("mechanism" if k == "name" else k): v for k, v in config["mechanism"].items()}
+    return {**mechanism, **config.get("spec", {})}
+
+
 def _rewrite(path, out, edit):
     with zipfile.ZipFile(path) as zf:
         arrays = {name[:-4]: np.lib.format.read_array(zf.open(name)) for name in zf.namelist()}
@@ -152,10 +161,10 @@ def _rewrite(path, out, edit):
         (lambda h: h["spec"]["columns"]["job"].update(categories=["only"]), "release spec describes"),
         (lambda h: h["spec"]["columns"]["age"].update(edges=[3, 1]), "release spec is invalid"),
         (lambda h: h.update(spec=[1, 2]), "release spec must be a JSON object"),
-        (lambda h: h.update(version=2), "version 2 has no spec"),
-        (lambda h: h["config"].update(threshold_delta=1e-12), "more than the"),
-        (lambda h: h["config"].update(threshold_delta=-1.0), "threshold_delta must lie in"),
-        (lambda h: h["config"].update(delta=2e-6), "does not match the ledger's delta"),
+        (lambda h: h.update(version=2, config=_flat_config(h["config"])), "version 2 has no spec"),
+        (lambda h: h["config"]["spec"].update(threshold_delta=1e-12), "more than the"),
+        (lambda h: h["config"]["spec"].update(threshold_delta=-1.0), "threshold_delta must lie in"),
+        (lambda h: h["config"]["spec"].update(delta=2e-6), "does not match the ledger's delta"),
         (lambda h: h["ledger"]["charges"][3]["params"].update(delta="x"), "delta must lie in"),
     ],
 )
@@ -172,9 +181,10 @@ def test_version_2_files_without_a_spec_are_still_read(inferred, tmp_path):
     dataclasses.replace(release, spec=None).save(tmp_path / "r.npz")
 
     def downgrade(h):
-        h.update(version=2)
+        h.update(version=2, config=_flat_config(h["config"]))
         del h["spec"]
 
     _rewrite(tmp_path / "r.npz", tmp_path / "v2.npz", downgrade)
     loaded = Release.load(tmp_path / "v2.npz")
     assert loaded.spec is None and set(loaded.synthetic_data(10, rng=0).dtypes.map(lambda d: d.kind)) <= {"i", "u"}
+    assert loaded.config == release.config  # the flat config read back in parts

@@ -19,7 +19,6 @@ import itertools
 import math
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
@@ -33,6 +32,7 @@ from marginals.privacy import Accountant, cdp_eps
 
 from . import html as report_html, plots as report_plots
 from ..release_checks import check_cells
+from .types import Diagnostic, MarginalError, Plot
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..release import Release
@@ -42,26 +42,6 @@ LabelHook = Callable[[str], "Sequence[str] | None"]
 
 #: prefix of every PNG the report writes (stale ones with it are removed from the PNG folder).
 PNG_PREFIX = "dpreport-"
-
-
-@dataclass(frozen=True)
-class MarginalError:
-    """How far one model (and optionally synthetic) marginal is from the true one."""
-
-    clique: tuple[str, ...]
-    cells: int
-    tv: float  # total variation distance, 0.5 * || p - q ||_1 of the normalised tables
-    tv_synthetic: float | None
-    measured: bool  # the clique lies inside a measured clique (else the model inferred it)
-
-
-@dataclass(frozen=True)
-class Plot:
-    """One figure of the report: a file name, a caption and its PNG bytes."""
-
-    name: str
-    caption: str
-    png: bytes
 
 
 def total_variation(true_counts: np.ndarray, estimate: np.ndarray) -> float:
@@ -233,7 +213,7 @@ def write_report(
     if dataset is not None:
         errors = marginal_errors(release, dataset, synth)
         extra = diagnostic_plots(release, dataset, errors, names, synth, worst)
-        diagnostic = report_html.Diagnostic(len(dataset), errors, extra, synth is not None)
+        diagnostic = Diagnostic(len(dataset), errors, extra, synth is not None)
     page = report_html.render(release, plots, diagnostic, title or f"Release report: {path.stem}",
                               ledger_rows(release.ledger), mechanism_totals(release.ledger))
     _write(path, page, plots + (diagnostic.plots if diagnostic else []), png_dir, diagnostic is not None)

@@ -8,12 +8,13 @@ from __future__ import annotations
 import base64
 import html
 import statistics
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Sequence
+
+from ..release_config import MECHANISM_PART, SPEC_PART
+from .types import Diagnostic, Plot
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..release import Release
-    from .build import MarginalError, Plot
 
 CSS = """
 body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 0 auto; max-width: 1200px;
@@ -38,16 +39,6 @@ details { margin: 0.6em 0; } summary { cursor: pointer; font-weight: 600; }
 section.diagnostic { border: 3px dashed #d97706; padding: 0 1.2em 1em; border-radius: 8px; background: #fffdf7; }
 nav a { margin-right: 1em; }
 """
-
-
-@dataclass(frozen=True)
-class Diagnostic:
-    """What the NON-PRIVATE section shows: row count, errors (worst first), figures."""
-
-    rows: int
-    errors: "list[MarginalError]"
-    plots: "list[Plot]"
-    synthetic: bool
 
 
 def esc(value: object) -> str:
@@ -79,7 +70,7 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[object]], numeric: Seq
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
-def figure(plot: "Plot") -> str:
+def figure(plot: Plot) -> str:
     """The plot as an embedded PNG with its caption."""
     data = base64.b64encode(plot.png).decode("ascii")
     return (f'<figure><img src="data:image/png;base64,{data}" alt="{esc(plot.caption)}">'
@@ -119,7 +110,7 @@ def _summary(release: "Release") -> str:
     ])
 
 
-def _ledger(release: "Release", budget_plot: "Plot", rows: list[dict], by_mechanism: list[tuple[str, int, float]]) -> str:
+def _ledger(release: "Release", budget_plot: Plot, rows: list[dict], by_mechanism: list[tuple[str, int, float]]) -> str:
     ledger = release.ledger
     totals = table(["mechanism", "charges", "rho", "share of budget"],
                    [(k, n, rho, f"{100 * rho / ledger.rho:.2f}%") for k, n, rho in by_mechanism]
@@ -146,12 +137,12 @@ def _rounds(release: "Release") -> str:
                    table(keys, rows, numeric=numeric), open_=len(rounds) <= 20)
 
 
-def _cliques(release: "Release", graph_plot: "Plot") -> str:
+def _cliques(release: "Release", graph_plot: Plot) -> str:
     rows = [(i + 1, " x ".join(m.clique), release.domain.size(m.clique), m.sigma)
             for i, m in enumerate(release.measurements)]
     model = table(["model clique", "cells"], [(" x ".join(c), release.domain.size(c)) for c in release.model.cliques],
                   numeric=(1,))
-    info = table(["setting", "value"], [(k, v) for k, v in release.config.items() if k != "workload"]
+    info = table(["setting", "value"], _settings(release.config)
                  + [(f"model.{k}", v) for k, v in release.model.info.items() if isinstance(v, (int, float, str, bool))])
     return (figure(graph_plot)
             + details(f"All {len(rows)} measurements (clique, cells, sigma)",
@@ -159,6 +150,13 @@ def _cliques(release: "Release", graph_plot: "Plot") -> str:
             + f"<p>The model: {len(release.model.cliques)} cliques, {release.model.size_mb:.2f} MB, "
             f"estimated rows {release.model.total:,.0f}.</p>"
             + details("Model cliques", model) + details("Configuration of the run", info))
+
+
+def _settings(config: dict) -> list[tuple[str, object]]:
+    """The run's configuration as rows: the mechanism's (its name, then its fields but the workload), the spec split's."""
+    mechanism = config.get(MECHANISM_PART) or {}
+    return ([("mechanism" if k == "name" else k, v) for k, v in mechanism.items() if k != "workload"]
+            + [(f"spec.{k}", v) for k, v in (config.get(SPEC_PART) or {}).items()])
 
 
 def _diagnostic(d: Diagnostic) -> str:
@@ -184,7 +182,7 @@ def _diagnostic(d: Diagnostic) -> str:
             + (f"<h3>The {len(twos)} worst 2-way marginals</h3>" + "".join(map(figure, twos)) if twos else ""))
 
 
-def render(release: "Release", plots: "list[Plot]", diagnostic: Diagnostic | None, title: str,
+def render(release: "Release", plots: list[Plot], diagnostic: Diagnostic | None, title: str,
            ledger_rows: list[dict], by_mechanism: list[tuple[str, int, float]]) -> str:
     """The whole page; ``ledger_rows`` and ``by_mechanism`` as made by `report.ledger_rows` and
     `report.mechanism_totals`."""
@@ -204,7 +202,7 @@ def render(release: "Release", plots: "list[Plot]", diagnostic: Diagnostic | Non
     if diagnostic is not None:
         sections.append(("diagnostic", "NON-PRIVATE DIAGNOSTIC: model vs true marginals", _diagnostic(diagnostic)))
     nav = "<nav>" + "".join(f'<a href="#{a}">{esc(h)}</a>' for a, h, _ in sections) + "</nav>"
-    mechanism = release.config.get("mechanism", "unknown mechanism")
+    mechanism = (release.config.get(MECHANISM_PART) or {}).get("name", "unknown mechanism")
     body = "".join(_section(a, h, b, "diagnostic" if a == "diagnostic" else "") for a, h, b in sections)
     return ("<!DOCTYPE html>\n"
             f'<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>'

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Sequence
 import networkx as nx
 import numpy as np
 
+from .types import MarginalError
+
 if TYPE_CHECKING:  # pragma: no cover
     from marginals.domain import Domain
     from marginals.measurement import Measurement
-
-    from .build import MarginalError
 
 EXTRA = "report"
 TRUE_COLOR, MODEL_COLOR, INFERRED_COLOR, SYNTH_COLOR = "#4d4d4d", "#d95f02", "#fdb863", "#1b9e77"
@@ -187,7 +187,7 @@ def clique_graph_figure(domain: "Domain", measurements: Sequence["Measurement"])
     return _png(fig)
 
 
-def error_overview_figure(errors: Sequence["MarginalError"], top: int = 25) -> bytes:
+def error_overview_figure(errors: Sequence[MarginalError], top: int = 25) -> bytes:
     """Horizontal bars of the total variation of the ``top`` worst marginals (measured ones darker)."""
     Figure = require_matplotlib()
     shown = list(errors[:top])[::-1]

@@ -5,8 +5,8 @@ bootstrap world), whose spread and mean stand for those of theta_hat - theta_0 (
 
 ``"mechanism"`` (`mechanism_errors`): a parametric bootstrap of the whole release. The released
 model is the population: each replicate samples round(model.total) rows D* from it, runs AIM again
-on D* with the release's configuration (epsilon, delta, workload, schedule and fitting settings
-from ``release.config``; float Gaussian noise of the same sigmas instead of the exact discrete
+on D* with the release's configuration (epsilon, delta, workload, schedule and fitting settings:
+``release.mechanism_config()``; float Gaussian noise of the same sigmas instead of the exact discrete
 Gaussian, seeded from the caller's Generator), fits the estimator to that release, and subtracts
 the estimator fitted to the exact marginals of D* (the OLS of D* for linear DD-SSP). This replays
 every random step of a release: the measurement noise, the exponential-mechanism selection and
@@ -30,6 +30,7 @@ infers them. Rows are never touched: only the released model, measurements and c
 from __future__ import annotations
 
 import copy
+import dataclasses
 import warnings
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -37,7 +38,6 @@ from typing import Any, Sequence
 import numpy as np
 
 from aim import AIM, AIMConfig
-from aim.config import MECHANISM
 from marginals.dataset import Dataset
 from marginals.domain import Domain
 from marginals.measurement import Measurement
@@ -82,15 +82,17 @@ def fitted_theta(estimator: Any, source: Any) -> np.ndarray:
 
 
 def rerun_config(release: Any, seed: int) -> AIMConfig:
-    """The release's AIM configuration with float noise seeded by ``seed`` (ValueError for other mechanisms)."""
-    config = dict(getattr(release, "config", None) or {})
-    if config.get("mechanism") != MECHANISM:
-        raise ValueError(
-            f"interval='mechanism' reruns AIM and needs an AIM release, got mechanism {config.get('mechanism')!r}; "
-            "use interval='measurements'"
-        )
-    config["exact_noise"] = False  # float Gaussian noise of the same sigmas: the rerun is never published
-    return AIMConfig.from_dict(config, insecure_seed=seed)
+    """The release's AIM configuration with float noise seeded by ``seed`` (ValueError when it records none)."""
+    recorded = getattr(release, "mechanism_config", None)
+    try:
+        if recorded is None:
+            raise ValueError(f"a {type(release).__name__} records no configuration")
+        config = recorded(insecure_seed=seed)
+    except ValueError as exc:
+        raise ValueError(f"interval='mechanism' reruns AIM and needs an AIM release ({exc}); "
+                         "use interval='measurements'") from None
+    # float Gaussian noise of the same sigmas: the rerun is never published
+    return dataclasses.replace(config, exact_noise=False)
 
 
 def mechanism_errors(estimator: Any, source: Any, n_boot: int, rng: np.random.Generator) -> np.ndarray:

@@ -33,8 +33,8 @@ def release_report(release: Release) -> dict:
         "rounds": len(release.rounds),
         "annealed": sum(bool(r.get("annealed")) for r in release.rounds),
         "private": release.private,
-        "config": {k: v for k, v in release.config.items() if k != "workload"},
-        "workload_cliques": len(release.config.get("workload", [])),
+        "config": {part: {k: v for k, v in values.items() if k != "workload"} for part, values in release.config.items()},
+        "workload_cliques": len(release.config.get("mechanism", {}).get("workload", [])),
     }
 
 

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aim.report.build import write_report
+from aim.report import write_report
 from aim.report.plots import EXTRA, MissingExtraError
 from marginals.dataset import Dataset
 from marginals.domain import Domain

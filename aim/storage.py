@@ -1,0 +1,121 @@
+"""A release's one-file, versioned storage, on its parts (the fields of `aim.release.Release`):
+`write_release` and `read_release`.
+
+File format: an ``.npz`` (no pickle) holding a JSON header (``header``) plus one array per
+measurement (``measurement_<i>``) and per model potential (``potential_<i>``); written atomically.
+Version 3 added the optional ``spec``; version 4 stores the configuration in parts
+(`aim.release_config`). Versions 2 and 3 are still read, their flat configuration mapped to the
+parts (`aim.release_config.from_flat`). No seed or generator state is ever stored, and no private
+rows: everything here is post-processing of the DP measurements.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from typing import Any
+
+import numpy as np
+
+from marginals.domain import Domain
+from marginals.files import write_bytes_atomic
+from marginals.measurement import Measurement
+from marginals.privacy import Accountant
+from pgm.model import Model
+
+from . import release_checks
+from .release_checks import ReleaseFormatError
+from .release_config import from_flat
+
+FORMAT = "dp-marginals-release"
+VERSION = 4  # 1 stored the seed that undoes the noise: such files are refused; 2 had no spec; 2 and 3 a flat config
+READABLE_VERSIONS = (2, 3, 4)
+
+
+def write_release(path: str | os.PathLike, *, domain: Domain, measurements: list[Measurement], model: Model,
+                  ledger: Accountant, rounds: list[dict], config: dict, private: bool, spec: dict | None) -> None:
+    """Write a release's parts to one ``.npz`` file atomically (see the module docstring)."""
+    header = {
+        "format": FORMAT,
+        "version": VERSION,
+        "domain": domain.to_dict(),
+        "measurements": [{"clique": list(m.clique), "sigma": m.sigma} for m in measurements],
+        "model": {
+            "cliques": [list(c) for c in model.cliques],
+            "total": model.total,
+            "info": {k: v for k, v in model.info.items() if isinstance(v, (int, float, str, bool))},
+        },
+        "ledger": ledger.to_dict(),
+        "rounds": rounds,
+        "config": config,
+        "private": bool(private),
+        "spec": spec,
+    }
+    arrays = {"header": np.array(json.dumps(header))}
+    for i, m in enumerate(measurements):
+        arrays[f"measurement_{i}"] = m.noisy_counts
+    for i, factor in enumerate(model.potentials.values()):
+        arrays[f"potential_{i}"] = factor.values
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    write_bytes_atomic(path, buffer.getvalue())
+
+
+def read_release(path: str | os.PathLike) -> dict[str, Any]:
+    """The parts of a file written by `write_release` (keyword arguments of `Release`). Checks the
+    format name and version, then everything a foreign or crafted file could get wrong before
+    allocating (see `aim.release_checks`); any problem is a `ReleaseFormatError` naming the file."""
+    try:
+        return _read(path)
+    except (ReleaseFormatError, FileNotFoundError, IsADirectoryError, PermissionError):
+        raise
+    except Exception as exc:  # zip, npz, JSON or key errors: a truncated or foreign file
+        raise ReleaseFormatError(f"{path}: not a readable release file ({type(exc).__name__}: {exc})") from exc
+
+
+def _check_version(header: Any, path: str | os.PathLike) -> None:
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        found = header.get("format") if isinstance(header, dict) else None
+        raise ReleaseFormatError(f"{path}: not a release file (format {found!r})")
+    if header.get("version") not in READABLE_VERSIONS:
+        hint = " (version 1 files stored the seed that undoes their noise: re-run the mechanism)" if header.get("version") == 1 else ""
+        raise ReleaseFormatError(
+            f"{path}: release format version {header.get('version')} is not supported (expected {VERSION}){hint}"
+        )
+
+
+def _read(path: str | os.PathLike) -> dict[str, Any]:
+    with release_checks.open_archive(path) as npz:
+        header = release_checks.read_header(npz, path)
+        _check_version(header, path)
+        if header["version"] < 4:
+            header["config"] = from_flat(header.get("config"))
+        checked = release_checks.check_header(header, path)
+        domain = checked["domain"]
+        spec = release_checks.check_spec(header.get("spec"), header["version"], domain, path)
+        measurements = [
+            Measurement(c, release_checks.read_array(npz, f"measurement_{i}", path, domain.project(c).shape), sigma)
+            for i, (c, sigma) in enumerate(zip(checked["measured"], checked["sigmas"]))
+        ]
+        cliques = checked["cliques"]
+        potentials = [
+            release_checks.read_array(npz, f"potential_{i}", path, domain.project(c).shape)
+            for i, c in enumerate(cliques)
+        ]
+    for c, p in zip(cliques, potentials):
+        release_checks.check_potential(p, c, path)
+    model = Model(domain, cliques, potentials, checked["total"], info=checked["info"])
+    private = header.get("private")
+    if not isinstance(private, bool):
+        raise ReleaseFormatError(f"{path}: header field 'private' must be true or false, got {private!r}")
+    return {
+        "domain": domain,
+        "measurements": measurements,
+        "model": model,
+        "ledger": checked["ledger"],
+        "rounds": header["rounds"],
+        "config": header["config"],
+        "private": private,
+        "spec": spec,
+    }

@@ -1,0 +1,90 @@
+"""Ways of looking at a release (`aim.release.Release`) without changing it: `ReleaseView` (the
+release without some attributes), `summary` (a short readable description) and `threshold_lines`
+(the delta that DP spec inference reserved, as ledger lines)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from marginals.randomness import SamplingSeed
+from marginals.spec.discretize import Discretizer
+
+from .release_config import spec_config
+
+
+class ReleaseView:
+    """A release seen without some attributes: marginals over the rest, synthetic rows without them."""
+
+    def __init__(self, release: Any, dropped: tuple[str, ...]) -> None:  # release: an `aim.release.Release`
+        self.release = release
+        self.dropped = dropped
+        self.domain = release.domain.marginalize(dropped)
+        self.model = release.model  # clique membership (which pairs were measured) is unchanged
+
+    @property
+    def total(self) -> float:
+        """The model's (noisy) estimate of the number of rows."""
+        return self.release.total
+
+    @property
+    def discretizer(self) -> Discretizer | None:
+        """The release's spec (labels of the remaining columns; None without a spec)."""
+        return self.release.discretizer
+
+    @property
+    def cliques(self) -> tuple[tuple[str, ...], ...]:
+        """The model's cliques (dropping attributes does not change which pairs were fitted)."""
+        return self.release.cliques
+
+    @property
+    def measurements(self) -> list:
+        """The release's noisy measurements (all of them, dropped attributes included)."""
+        return self.release.measurements
+
+    def marginal(self, attrs: Sequence[str]) -> np.ndarray:
+        """The model's marginal over ``attrs`` (none of them dropped)."""
+        return self.marginals([tuple(attrs)])[0]
+
+    def marginals(self, cliques: Sequence[Sequence[str]]) -> list[np.ndarray]:
+        """The model's marginals over cliques of the remaining attributes."""
+        return self.release.marginals([tuple(self.domain.check(c)) for c in cliques])
+
+    def synthetic_data(self, n: int | None = None, rng: SamplingSeed = None,
+                       decode: bool | None = None, numeric: str = "uniform") -> pd.DataFrame:
+        """The release's synthetic rows without the dropped columns (see `Release.synthetic_data`)."""
+        return self.release.synthetic_data(n, rng, decode, numeric).drop(columns=list(self.dropped))
+
+    def synthetic_codes(self, n: int | None = None, rng: SamplingSeed = None) -> pd.DataFrame:
+        """The release's synthetic codes without the dropped columns."""
+        return self.synthetic_data(n, rng, decode=False)
+
+
+def summary(release: Any) -> str:
+    """A short readable description of a `Release`: size, rounds, model and ledger."""
+    lines = [
+        f"release over {len(release.domain)} attributes: {len(release.measurements)} measurements, "
+        f"{len(release.rounds)} selection rounds, model {len(release.model.cliques)} cliques / "
+        f"{release.model.size_mb:.2f} MB, estimated rows {release.model.total:,.0f}",
+        release.ledger.summary(),
+        *threshold_lines(release),
+        *([] if release.discretizer is None else [f"spec: readable values for {len(release.domain)} columns "
+                                                  "(categories and bin edges are public or DP-derived)"]),
+        *([] if release.private else ["NOT PRIVATE: made with a seeded noise source (tests and benchmarks only)"]),
+    ]
+    return "\n".join(lines)
+
+
+def threshold_lines(release: Any) -> list[str]:
+    """The delta that thresholded histograms (DP spec inference) add to a `Release`'s ledger, as ledger lines."""
+    spec = spec_config(release.config)
+    reserved = 0.0 if spec is None else spec.threshold_delta
+    ledger = release.ledger
+    if not reserved or ledger.delta is None:
+        return []
+    used = math.fsum(c.params.get("delta", 0.0) for c in ledger.charges)
+    return [f"  thresholded histograms (DP spec): delta {used:.3g} of {reserved:.3g} reserved; the release is "
+            f"(eps = {ledger.epsilon():.6g}, delta = {ledger.delta + reserved:g})-DP"]

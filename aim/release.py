@@ -27,13 +27,14 @@ import numpy as np
 import pandas as pd
 
 from marginals.domain import Domain
+from marginals.limits import check_cells, check_synthetic_size
 from marginals.measurement import Measurement
 from marginals.privacy import Accountant
 from marginals.randomness import SamplingSeed, sampling_rng
 from marginals.spec.discretize import Discretizer
 from pgm.model import Model
 
-from . import release_checks, release_config, views
+from . import release_config, views
 from .config import AIMConfig
 from .storage import read_release, write_release
 
@@ -109,9 +110,9 @@ class Release:
 
     def marginals(self, cliques: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """Many model marginals in one batched call (what DD-SSP consumes); a `TooLargeError` when
-        their cells exceed `release_checks.MAX_WORK_MB` (checked before any is computed)."""
+        their cells exceed `marginals.limits.MAX_WORK_MB` (checked before any is computed)."""
         cliques = [tuple(c) for c in cliques]
-        release_checks.check_cells(sum(self.domain.size(c) for c in cliques), f"the marginals of {len(cliques)} clique(s)")
+        check_cells(sum(self.domain.size(c) for c in cliques), f"the marginals of {len(cliques)} clique(s)")
         return self.model.marginals(cliques)
 
     def synthetic_data(self, n: int | None = None, rng: SamplingSeed = None,
@@ -130,7 +131,7 @@ class Release:
             raise ValueError("decode=True needs a release with a spec (this one holds codes only)")
         if n is None:
             n = round(self.model.total)  # noisy, public; a crafted total is capped below
-        release_checks.check_synthetic_size(n, len(self.domain))
+        check_synthetic_size(n, len(self.domain))
         rng = sampling_rng(rng)
         codes = self.model.synthetic_data(n, rng)
         if decode is False or self._discretizer is None:

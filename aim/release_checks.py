@@ -18,8 +18,8 @@ load, never a TypeError later in ``report`` or ``inspect``.
 
 A loaded release may still describe tables too large to compute (a 3M x 3M pair of attributes
 loads in 100 MB, its pair marginal is 65 TiB): every consumer (marginals, fits, reports,
-synthetic rows) calls `check_cells` / `check_synthetic_size` with what it will allocate first,
-and gets a `TooLargeError` (a ValueError) instead of a MemoryError.
+synthetic rows) calls `marginals.limits.check_cells` / `check_synthetic_size` with what it will
+allocate first, and gets a `TooLargeError` (a ValueError) instead of a MemoryError.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import numpy as np
 
 from marginals.spec.discretize import Discretizer
 from marginals.domain import Domain
+from marginals.limits import MAX_WORK_MB, size_text
 from marginals.privacy import Accountant, BudgetExceeded, cdp_rho
 from pgm.junction_tree import model_size_mb
 
@@ -41,15 +42,11 @@ from .release_config import MECHANISM_PART, SPEC_PART, check_config
 
 #: most memory (MiB of float64 cells) a release may need: its arrays plus the model's junction
 #: tree. A crafted 2 MB file could otherwise declare gigabytes of (compressible) cells.
-MAX_RELEASE_MB = 4096.0
+MAX_RELEASE_MB = MAX_WORK_MB
 #: largest JSON header accepted (MiB).
 MAX_HEADER_MB = 64.0
 #: relative tolerance when the ledger's rho is recomputed from the configuration's (eps, delta).
 RHO_RTOL = 1e-9
-#: most memory (MiB) one consumer of a loaded release may allocate for its tables at once.
-MAX_WORK_MB = MAX_RELEASE_MB
-#: most cells (rows x columns) of synthetic rows drawn at once (2 GiB of int64 codes).
-MAX_SYNTHETIC_CELLS = 2**28
 #: round-log fields and their JSON types (other keys may hold a scalar or a list of scalars).
 ROUND_NUMBERS = ("sigma", "eps_select", "rho_used", "model_size_mb", "seconds")
 ROUND_INTEGERS = ("round", "candidates", "iterations")
@@ -59,35 +56,8 @@ class ReleaseFormatError(ValueError):
     """A file that is not a readable release: wrong format or version, truncated, corrupt or inconsistent."""
 
 
-class TooLargeError(ValueError):
-    """A readable release whose tables (or the rows asked of it) are too large to allocate."""
-
-
 def _fail(path: Any, message: str) -> ReleaseFormatError:
     return ReleaseFormatError(f"{path}: {message}")
-
-
-def _size(mib: float) -> str:
-    for unit, scale in (("TiB", 2**20), ("GiB", 2**10)):
-        if mib >= scale:
-            return f"{mib / scale:,.1f} {unit}"
-    return f"{mib:,.1f} MiB"
-
-
-def check_cells(cells: int, what: str, itemsize: int = 8, limit_mb: float = MAX_WORK_MB) -> None:
-    """Raise `TooLargeError` when ``cells`` values of ``itemsize`` bytes exceed ``limit_mb`` MiB;
-    ``what`` says what would be allocated (e.g. "the marginals of 3 cliques")."""
-    need = int(cells) * itemsize / 2**20
-    if need > limit_mb:
-        raise TooLargeError(f"{what} would need {_size(need)} ({int(cells):,} cells), more than the "
-                            f"{limit_mb:,.0f} MiB allowed; the release's domain is too large for this")
-
-
-def check_synthetic_size(rows: int, columns: int) -> None:
-    """Raise `TooLargeError` when ``rows`` synthetic rows of ``columns`` columns exceed `MAX_SYNTHETIC_CELLS`."""
-    if int(rows) * max(int(columns), 1) > MAX_SYNTHETIC_CELLS:
-        raise TooLargeError(f"{int(rows):,} synthetic rows x {columns} columns is more than the "
-                            f"{MAX_SYNTHETIC_CELLS:,} cells allowed at once; ask for fewer rows (--rows)")
 
 
 def open_archive(path: str | os.PathLike) -> zipfile.ZipFile:

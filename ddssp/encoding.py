@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from marginals import Dataset, Domain
+from marginals.limits import check_cells
 
 #: name of the intercept column in `Encoding.feature_names`.
 INTERCEPT = "(intercept)"
@@ -293,6 +294,5 @@ def fit_cells(domain: Domain, target: str, categorical: Sequence[str] | None) ->
 
 def check_fit_cells(domain: Domain, target: str, categorical: Sequence[str] | None) -> None:
     """Refuse (`TooLargeError`, a ValueError) a domain whose fit would allocate too much, before allocating."""
-    from aim.release_checks import check_cells  # the limit every consumer of a release shares
 
     check_cells(fit_cells(domain, target, categorical), "a DD-SSP fit on this domain")

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from aim import AIM, Release, ReleaseFormatError
-from aim.release_checks import MAX_RELEASE_MB, TooLargeError
+from aim.release_checks import MAX_RELEASE_MB
+from marginals.limits import TooLargeError
 from ddssp.cli import main
 from marginals.datasets import demo_dataset
 from marginals.privacy import cdp_rho

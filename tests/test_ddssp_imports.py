@@ -1,4 +1,4 @@
-"""What ``import ddssp`` loads: no AIM (it comes in only when a coefficient interval reruns or
+"""What ``import ddssp`` and a fit load: no AIM (it comes in only when a coefficient interval reruns or
 resamples a release), and no baseline inside the core estimators."""
 
 from __future__ import annotations
@@ -22,13 +22,18 @@ loaded = sorted(m for m in sys.modules if m == "aim" or m.startswith("aim."))
 assert not loaded, f"import ddssp loaded {loaded}"
 assert "ddssp.bayes.resampling" not in sys.modules
 
-from aim import AIM
 from marginals import Dataset
 from marginals.datasets import demo_dataset
 
 full = demo_dataset(5000, seed=1)
 attrs = ["education", "married", "income"]
 data = Dataset(full.to_df()[attrs], full.domain.project(attrs))
+ddssp.DDSSPLinearRegression("education", categorical=["married"]).fit(data)  # a fit (size checked) without an interval
+ddssp.DDSSPLogisticRegression("income", categorical=["married"]).fit(data)
+loaded = sorted(m for m in sys.modules if m == "aim" or m.startswith("aim."))
+assert not loaded, f"a fit without an interval loaded {loaded}"
+
+from aim import AIM
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     release = AIM(1.0, 1e-5, insecure_seed=0, exact_noise=False).run(data)

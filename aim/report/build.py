@@ -31,7 +31,7 @@ from marginals.files import PRIVATE_MODE, AtomicOutputs, write_bytes_atomic, wri
 from marginals.privacy import Accountant, cdp_eps
 
 from . import html as report_html, plots as report_plots
-from ..release_checks import check_cells
+from marginals.limits import check_cells
 from .types import Diagnostic, MarginalError, Plot
 
 if TYPE_CHECKING:  # pragma: no cover

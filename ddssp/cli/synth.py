@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from aim import AIM, all_k_way, normalize_workload, workload_error
 from aim.raw import SPEC_SHARE, synthesize
-from aim.release_checks import check_synthetic_size
+from marginals.limits import check_synthetic_size
 from marginals.dataset import DataError, Dataset, read_csv_file
 from marginals.datasets import DATASETS
 from marginals.domain import Domain

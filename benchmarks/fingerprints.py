@@ -27,6 +27,8 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
+#: the fingerprints recorded before the issue-26 redesign (by 7e4be27 on the team's machine).
+RECORD = ROOT / "benchmarks" / "results" / "redesign" / "fingerprints.json"
 TIMING = ("seconds", "release_seconds", "release_file")
 
 
@@ -84,6 +86,12 @@ def environment() -> dict:
             "scipy": scipy.__version__, "pandas": pd.__version__, "blas": blas, "cpu_features": features}
 
 
+def recorded() -> dict | None:
+    """The recorded fingerprints, or None on another numeric stack (where rounding may differ)."""
+    record = json.loads(RECORD.read_text())
+    return record if record["environment"] == environment() else None
+
+
 def _load(name: str):
     try:
         from benchmarks.data import load_bundled  # after the move to benchmarks
@@ -129,9 +137,14 @@ def figure3_quick() -> dict:
                         "--no-aim-logs", "--out", str(out), "--jobs", "2"], cwd=ROOT, check=True,
                        capture_output=True, text=True)
         df = pd.read_csv(out / "results.csv")
+    return {"figure3-quick": table_fingerprint(df)}
+
+
+def table_fingerprint(df) -> dict:
+    """The fingerprint of a Figure-3 results table: every column but the timings and file names."""
     keep = [c for c in df.columns if c not in TIMING]
     df = df[keep].sort_values(["task", "method", "epsilon", "trial"]).reset_index(drop=True)
-    return {"figure3-quick": {"rows": len(df), "table": _digest([df.to_csv(index=False)])}}
+    return {"rows": len(df), "table": _digest([df.to_csv(index=False)])}
 
 
 def main(argv=None) -> int:

@@ -7,9 +7,12 @@ The helpers are session fixtures that return functions, so a test asks for them 
 from __future__ import annotations
 
 import contextlib
-import re
-
+import io
+import json
 import math
+import re
+import zipfile
+from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
 import numpy as np
@@ -108,3 +111,23 @@ def raises_private():
         assert "e.g." not in str(err) and " at row " not in str(err), str(err)
 
     return check
+
+
+def rewrite_release_file(path: Path, out: Path, edit: Callable[[dict], None]) -> Path:
+    """Copy the release file ``path`` to ``out`` with ``edit(header)`` applied to its JSON header."""
+    with zipfile.ZipFile(path) as zf:
+        arrays = {name[:-4]: np.lib.format.read_array(zf.open(name)) for name in zf.namelist()}
+    header = json.loads(str(arrays["header"]))
+    edit(header)
+    arrays["header"] = np.array(json.dumps(header))
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    Path(out).write_bytes(buffer.getvalue())
+    return Path(out)
+
+
+@pytest.fixture(scope="session")
+def rewrite_release():
+    """`rewrite_release_file`: a crafted or old-format copy of a release file."""
+    return rewrite_release_file
+

@@ -14,7 +14,6 @@ where ``raw`` is `raw_table` below (600 rows of age, job, paid).
 from __future__ import annotations
 
 import dataclasses
-import io
 import json
 import math
 import zipfile
@@ -57,18 +56,6 @@ def raw_release() -> Release:
 def _header(path: Path) -> dict:
     with zipfile.ZipFile(path) as zf:
         return json.loads(str(np.lib.format.read_array(zf.open("header.npy"))))
-
-
-def _rewrite(path: Path, out: Path, edit) -> Path:
-    with zipfile.ZipFile(path) as zf:
-        arrays = {name[:-4]: np.lib.format.read_array(zf.open(name)) for name in zf.namelist()}
-    header = json.loads(str(arrays["header"]))
-    edit(header)
-    arrays["header"] = np.array(json.dumps(header))
-    buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
-    out.write_bytes(buffer.getvalue())
-    return out
 
 
 # --- the shape and its writers ---------------------------------------------------------------------
@@ -193,7 +180,7 @@ def test_an_old_raw_file_is_read_in_parts_and_refits(tmp_path):
     assert np.all(np.isfinite(model.fit(release).coef_interval_))
 
 
-def test_old_files_are_checked_as_strictly(tmp_path):
+def test_old_files_are_checked_as_strictly(tmp_path, rewrite_release):
     path = DATA / "aim-release-v3-raw.npz"
     cases = [
         (lambda h: h["config"].update(threshold_delta=1e-12), "more than the"),
@@ -204,12 +191,12 @@ def test_old_files_are_checked_as_strictly(tmp_path):
         (lambda h: h["config"].update(mechanism="MST"), "not an AIM configuration"),
     ]
     for i, (edit, message) in enumerate(cases):
-        bad = _rewrite(path, tmp_path / f"bad{i}.npz", edit)
+        bad = rewrite_release(path, tmp_path / f"bad{i}.npz", edit)
         with pytest.raises(ReleaseFormatError, match=message):
             Release.load(bad)
 
 
-def test_tampered_parts_are_refused_and_inspect_shows_them(raw_release, tmp_path, capsys):
+def test_tampered_parts_are_refused_and_inspect_shows_them(raw_release, tmp_path, capsys, rewrite_release):
     raw_release.save(tmp_path / "r.npz")
     cases = [
         (lambda h: h["config"].update(budget={}), r"unknown config part\(s\) \['budget'\]"),
@@ -220,7 +207,7 @@ def test_tampered_parts_are_refused_and_inspect_shows_them(raw_release, tmp_path
         (lambda h: h["config"]["mechanism"].update(max_model_size=-1), "max_model_size"),
     ]
     for i, (edit, message) in enumerate(cases):
-        bad = _rewrite(tmp_path / "r.npz", tmp_path / f"bad{i}.npz", edit)
+        bad = rewrite_release(tmp_path / "r.npz", tmp_path / f"bad{i}.npz", edit)
         with pytest.raises(ReleaseFormatError, match=message):
             Release.load(bad)
     assert main(["inspect", str(tmp_path / "r.npz"), "--json"]) == 0

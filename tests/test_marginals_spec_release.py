@@ -5,9 +5,6 @@ checks of the new header fields."""
 from __future__ import annotations
 
 import dataclasses
-import io
-import json
-import zipfile
 
 import numpy as np
 import pandas as pd
@@ -144,17 +141,6 @@ def _flat_config(config: dict) -> dict:
     return {**mechanism, **config.get("spec", {})}
 
 
-def _rewrite(path, out, edit):
-    with zipfile.ZipFile(path) as zf:
-        arrays = {name[:-4]: np.lib.format.read_array(zf.open(name)) for name in zf.namelist()}
-    header = json.loads(str(arrays["header"]))
-    edit(header)
-    arrays["header"] = np.array(json.dumps(header))
-    buffer = io.BytesIO()
-    np.savez(buffer, **arrays)
-    out.write_bytes(buffer.getvalue())
-
-
 @pytest.mark.parametrize(
     "edit, message",
     [
@@ -168,15 +154,15 @@ def _rewrite(path, out, edit):
         (lambda h: h["ledger"]["charges"][3]["params"].update(delta="x"), "delta must lie in"),
     ],
 )
-def test_tampered_spec_fields_are_refused(inferred, tmp_path, edit, message):
+def test_tampered_spec_fields_are_refused(inferred, tmp_path, edit, message, rewrite_release):
     release, _ = inferred
     release.save(tmp_path / "r.npz")
-    _rewrite(tmp_path / "r.npz", tmp_path / "bad.npz", edit)
+    rewrite_release(tmp_path / "r.npz", tmp_path / "bad.npz", edit)
     with pytest.raises(ReleaseFormatError, match=message):
         Release.load(tmp_path / "bad.npz")
 
 
-def test_version_2_files_without_a_spec_are_still_read(inferred, tmp_path):
+def test_version_2_files_without_a_spec_are_still_read(inferred, tmp_path, rewrite_release):
     release, _ = inferred
     dataclasses.replace(release, spec=None).save(tmp_path / "r.npz")
 
@@ -184,7 +170,7 @@ def test_version_2_files_without_a_spec_are_still_read(inferred, tmp_path):
         h.update(version=2, config=_flat_config(h["config"]))
         del h["spec"]
 
-    _rewrite(tmp_path / "r.npz", tmp_path / "v2.npz", downgrade)
+    rewrite_release(tmp_path / "r.npz", tmp_path / "v2.npz", downgrade)
     loaded = Release.load(tmp_path / "v2.npz")
     assert loaded.spec is None and set(loaded.synthetic_data(10, rng=0).dtypes.map(lambda d: d.kind)) <= {"i", "u"}
     assert loaded.config == release.config  # the flat config read back in parts

@@ -22,7 +22,6 @@ Noise always comes from a `RandomSource` (`noise_source(insecure_seed)`): secure
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np

@@ -16,7 +16,6 @@ more than it saves.
 
 from __future__ import annotations
 
-import math
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor

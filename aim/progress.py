@@ -15,8 +15,9 @@ import sys
 from typing import Any, TextIO
 
 
-def _tqdm_bar(stream: TextIO, rho: float) -> Any:
-    """A tqdm bar over the budget when ``stream`` is a terminal and tqdm is installed, else None."""
+def terminal_bar(stream: TextIO, total: float, bar_format: str) -> Any:
+    """A tqdm bar of ``total`` on ``stream`` when it is a terminal and tqdm is installed, else None.
+    ``bar_format`` must show no time or rate (see the module docstring)."""
     isatty = getattr(stream, "isatty", None)
     if not (callable(isatty) and isatty()):
         return None
@@ -24,8 +25,12 @@ def _tqdm_bar(stream: TextIO, rho: float) -> Any:
         from tqdm import tqdm
     except ImportError:
         return None
-    return tqdm(total=rho, file=stream, desc="", leave=True, dynamic_ncols=True,
-                bar_format="AIM {percentage:3.0f}% of budget |{bar}| {desc}")
+    return tqdm(total=total, file=stream, desc="", leave=True, dynamic_ncols=True, bar_format=bar_format)
+
+
+def _tqdm_bar(stream: TextIO, rho: float) -> Any:
+    """A tqdm bar over the budget when ``stream`` is a terminal and tqdm is installed, else None."""
+    return terminal_bar(stream, rho, "AIM {percentage:3.0f}% of budget |{bar}| {desc}")
 
 
 class RunProgress:

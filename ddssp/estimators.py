@@ -60,19 +60,22 @@ class DDSSPLinearRegression(CoefficientIntervalMixin, LinearRegressor):
         n_boot, interval_alpha, interval_kind: bootstrap replicates, nominal level 1 - interval_alpha,
             "bias_aware", "basic" or "percentile".
         random_state: seed of the bootstrap (post-processing of the public release, so a seed is safe).
+        progress: with interval="mechanism", report each AIM rerun on stderr (a tqdm bar on a terminal
+            with the ``progress`` extra, plain lines otherwise; counts only, no times).
         domain: the public domain of tabular input: a `Domain`, a `Discretizer` or an int number of levels.
 
     Learned: ``coef_``, ``intercept_`` (0.0 without an intercept column), ``encoded_feature_names_``,
     ``n_features_in_``, ``feature_names_in_``, ``encoding_``, ``discretizer_``, ``statistics_`` (X^T X,
     X^T y, y^T y, n read off the marginals); with ``interval`` set also ``bootstrap_`` and
-    ``coef_interval_`` (= ``conf_int()``).
+    ``coef_interval_`` (the (len(coef_), 2) array of ``conf_int()``, a DataFrame indexed by
+    ``encoded_feature_names_``).
     """
 
     def __init__(
         self, target: str | None = None, categorical: Sequence[str] | None = None,
         encoding: EncodingOptions | None = None, ridge: float = DEFAULT_RIDGE, interval: str | None = None,
         n_boot: int = 50, interval_alpha: float = 0.1, interval_kind: str = "bias_aware",
-        random_state: SamplingSeed = None, domain: DomainLike = None,
+        random_state: SamplingSeed = None, progress: bool = True, domain: DomainLike = None,
     ) -> None:  # fmt: skip
         self.target = target
         self.categorical = categorical
@@ -83,6 +86,7 @@ class DDSSPLinearRegression(CoefficientIntervalMixin, LinearRegressor):
         self.interval_alpha = interval_alpha
         self.interval_kind = interval_kind
         self.random_state = random_state
+        self.progress = progress
         self.domain = domain
 
     _released_attributes = DDSSP_RELEASED
@@ -109,7 +113,7 @@ class DDSSPLogisticRegression(CoefficientIntervalMixin, LogisticClassifier):
         method: "interpolation" (at Chebyshev nodes, as the paper) or "projection".
         alpha: L2 penalty (alpha/2)||theta||^2 subtracted from the approximate log-likelihood.
         ridge: numerical safeguard added to X^T X (default 1e-12, absolute).
-        interval, n_boot, interval_alpha, interval_kind, random_state: as for `DDSSPLinearRegression`.
+        interval, n_boot, interval_alpha, interval_kind, random_state, progress: as for `DDSSPLinearRegression`.
 
     Learned: as `DDSSPLinearRegression` (intervals included), plus ``classes_`` ([0, 1], or the spec's
     labels), ``cheb_coef_`` (Chebyshev-basis coefficients in t = s / radius, numpy convention) and
@@ -121,7 +125,7 @@ class DDSSPLogisticRegression(CoefficientIntervalMixin, LogisticClassifier):
         encoding: EncodingOptions | None = None, degree: int = 2, radius: float = 6.0,
         method: str = "interpolation", alpha: float = 0.0, ridge: float = DEFAULT_RIDGE,
         interval: str | None = None, n_boot: int = 50, interval_alpha: float = 0.1, interval_kind: str = "bias_aware",
-        random_state: SamplingSeed = None, domain: DomainLike = None,
+        random_state: SamplingSeed = None, progress: bool = True, domain: DomainLike = None,
     ) -> None:  # fmt: skip
         self.target = target
         self.categorical = categorical
@@ -136,6 +140,7 @@ class DDSSPLogisticRegression(CoefficientIntervalMixin, LogisticClassifier):
         self.interval_alpha = interval_alpha
         self.interval_kind = interval_kind
         self.random_state = random_state
+        self.progress = progress
         self.domain = domain
 
     _released_attributes = {

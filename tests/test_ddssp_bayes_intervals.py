@@ -1,6 +1,9 @@
 """DD-SSP coefficient intervals from a release: interval math, the two bootstraps, calibration (slow)."""
 
+import io
 import itertools
+import re
+import sys
 import warnings
 
 import numpy as np
@@ -97,7 +100,9 @@ def test_estimator_intervals_on_an_aim_release():
     ci = model.coef_interval_
     assert ci.shape == (len(model.coef_), 2) and model.bootstrap_.errors.shape == (6, len(model.coef_))
     wide, narrow = model.conf_int(0.05), model.conf_int(0.5)
-    assert np.all(wide[:, 1] - wide[:, 0] >= narrow[:, 1] - narrow[:, 0])
+    assert list(wide.columns) == ["lower", "upper"] and list(wide.index) == list(model.encoded_feature_names_)
+    np.testing.assert_array_equal(model.conf_int().to_numpy(), ci)  # coef_interval_ is the array of conf_int()
+    assert np.all(wide["upper"] - wide["lower"] >= narrow["upper"] - narrow["lower"])
     plain = DDSSPLinearRegression("education", categorical=["married"]).fit(release)
     np.testing.assert_allclose(plain.coef_, model.coef_)  # intervals do not change the point estimate
     again = DDSSPLinearRegression("education", categorical=["married"], interval="mechanism", n_boot=6, random_state=0)
@@ -112,7 +117,8 @@ def test_estimator_intervals_on_an_aim_release():
         DDSSPLinearRegression("education", interval="mechanism", interval_kind="bca").fit(release)
     clf = DDSSPLogisticRegression("income", categorical=[], interval="mechanism", n_boot=3, random_state=0)
     clf.fit(release.without(["married"]))  # a release view: the estimator sees two attributes
-    assert clf.conf_int().shape == (1, 2) and np.all(np.isfinite(clf.conf_int()))
+    assert clf.conf_int().shape == (1, 2) and np.all(np.isfinite(clf.conf_int().to_numpy()))
+    assert list(clf.conf_int().index) == list(clf.encoded_feature_names_)
 
 
 def test_measurements_method_on_a_release_without_aim_config(data):
@@ -152,3 +158,31 @@ def test_mechanism_intervals_cover_the_ols_of_the_private_rows():
     assert sum(covered[0.9]) >= 17, np.mean(covered[0.9])
     assert 5 <= sum(covered[0.5]) <= 19, np.mean(covered[0.5])
     assert n == 24
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_mechanism_intervals_report_each_rerun_without_times(monkeypatch):
+    release = aim_release(subset(2_000, SMALL), 1.0, 2)
+    plain = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", plain)
+    DDSSPLinearRegression("education", categorical=["married"], interval="mechanism", n_boot=3, random_state=0).fit(release)
+    lines = plain.getvalue().splitlines()
+    assert lines[0] == "interval='mechanism': 3 AIM reruns on rows drawn from the released model"
+    assert lines[1:] == [f"  AIM rerun {b}/3 done" for b in (1, 2, 3)]  # counts only: no time, no private number
+    quiet = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", quiet)
+    DDSSPLinearRegression("education", categorical=["married"], interval="mechanism", n_boot=2, random_state=0,
+                          progress=False).fit(release)  # fmt: skip
+    DDSSPLinearRegression("education", categorical=["married"], interval="measurements", n_boot=2).fit(release)
+    assert quiet.getvalue() == ""
+    pytest.importorskip("tqdm")
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    DDSSPLinearRegression("education", categorical=["married"], interval="mechanism", n_boot=2, random_state=0).fit(release)
+    out = terminal.getvalue()
+    assert "\r" in out and "2/2 AIM reruns" in out and "AIM rerun 1/2" not in out  # a bar, not plain lines
+    assert not re.search(r"\d\d:\d\d|\d\s*s\b|it/s", out), out  # no elapsed time or rate

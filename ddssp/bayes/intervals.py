@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from scipy import stats
 
 from marginals.source import MeasuredSource, implements
@@ -94,8 +95,10 @@ def bootstrap_coefficients(
     n_boot: int = 50,
     random_state: int | np.random.Generator | None = None,
     method: str = "mechanism",
+    progress: bool = False,
 ) -> BootstrapResult:
-    """Bootstrap of a DD-SSP estimator's error on a release (``method``: see `resampling`)."""
+    """Bootstrap of a DD-SSP estimator's error on a release (``method``: see `resampling`; ``progress``:
+    report each AIM rerun of ``"mechanism"`` on stderr)."""
     if n_boot < 2:
         raise ValueError(f"n_boot must be >= 2, got {n_boot}")
     if method not in METHODS:
@@ -106,7 +109,7 @@ def bootstrap_coefficients(
     rng = random_state if isinstance(random_state, np.random.Generator) else np.random.default_rng(random_state)
     theta_hat = fitted_theta(estimator, ModelMarginals(domain, release.model))
     draw = mechanism_errors if method == "mechanism" else measurement_errors
-    return BootstrapResult(theta_hat, draw(estimator, source, n_boot, rng))
+    return BootstrapResult(theta_hat, draw(estimator, source, n_boot, rng, progress))
 
 
 class CoefficientIntervalMixin:
@@ -114,8 +117,9 @@ class CoefficientIntervalMixin:
 
     Hyperparameters read from the estimator: ``interval`` (None, "mechanism" or "measurements"),
     ``n_boot``, ``interval_alpha`` (nominal 1 - interval_alpha, default 0.1 for 90%),
-    ``interval_kind`` ("bias_aware", "basic" or "percentile") and ``random_state`` (seed of the
-    bootstrap's Generator: post-processing of the public release, so a seed is safe).
+    ``interval_kind`` ("bias_aware", "basic" or "percentile"), ``random_state`` (seed of the
+    bootstrap's Generator: post-processing of the public release, so a seed is safe) and ``progress``
+    (report each AIM rerun of "mechanism" on stderr, `aim.progress`'s look).
     """
 
     def _fit_intervals(self, source: Any) -> None:
@@ -133,15 +137,19 @@ class CoefficientIntervalMixin:
             raise ValueError(f"interval_kind must be one of {KINDS}, got {self.interval_kind!r}")
         plain = copy.deepcopy(self)
         plain.interval = None
-        self.bootstrap_ = bootstrap_coefficients(plain, source, self.n_boot, self.random_state, method=method)
-        self.coef_interval_ = self.conf_int()
+        self.bootstrap_ = bootstrap_coefficients(plain, source, self.n_boot, self.random_state, method=method,
+                                                 progress=self.progress)  # fmt: skip
+        self.coef_interval_ = self.conf_int().to_numpy()
 
-    def conf_int(self, alpha: float | None = None) -> np.ndarray:
-        """(len(coef_), 2) intervals of nominal coverage 1 - alpha (default interval_alpha) for ``coef_``."""
+    def conf_int(self, alpha: float | None = None) -> pd.DataFrame:
+        """Intervals of nominal coverage 1 - alpha (default interval_alpha) for ``coef_``: columns "lower" and
+        "upper", one row per coefficient, indexed by ``encoded_feature_names_``."""
         if getattr(self, "bootstrap_", None) is None:
             raise RuntimeError(f"no intervals: fit this {type(self).__name__} with interval='mechanism' on a release")
         out = self.bootstrap_.interval(self.interval_alpha if alpha is None else alpha, self.interval_kind)
-        return out[1:] if self.encoding_.intercept else out
+        out = out[1:] if self.encoding_.intercept else out
+        index = pd.Index(self.encoded_feature_names_, name="feature")
+        return pd.DataFrame(out, index=index, columns=["lower", "upper"])
 
     def intercept_interval(self, alpha: float | None = None) -> np.ndarray:
         """(2,) interval for ``intercept_`` (requires an intercept column)."""

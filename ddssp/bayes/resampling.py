@@ -31,13 +31,15 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import sys
 import warnings
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence, TextIO
 
 import numpy as np
 
 from aim import AIM, AIMConfig
+from aim.progress import terminal_bar
 from marginals.dataset import Dataset
 from marginals.domain import Domain
 from marginals.measurement import Measurement
@@ -95,14 +97,35 @@ def rerun_config(release: Any, seed: int) -> AIMConfig:
     return dataclasses.replace(config, exact_noise=False)
 
 
-def mechanism_errors(estimator: Any, source: Any, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    """(n_boot, p) errors of ``estimator`` over AIM reruns on rows drawn from the released model."""
+def reruns(n_boot: int, enabled: bool, stream: TextIO | None = None) -> Iterator[int]:
+    """0 .. n_boot - 1, reporting each finished AIM rerun on stderr when ``enabled`` (`aim.progress`'s look:
+    a tqdm bar on a terminal, plain lines otherwise). Lines show only counts of reruns, never a time."""
+    stream = sys.stderr if stream is None else stream
+    bar = terminal_bar(stream, n_boot, "interval='mechanism': {n_fmt}/{total_fmt} AIM reruns |{bar}|") if enabled else None
+    if enabled and bar is None:
+        print(f"interval='mechanism': {n_boot} AIM reruns on rows drawn from the released model", file=stream, flush=True)
+    try:
+        for b in range(n_boot):
+            yield b
+            if bar is not None:
+                bar.update(1)
+            elif enabled:
+                print(f"  AIM rerun {b + 1}/{n_boot} done", file=stream, flush=True)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def mechanism_errors(estimator: Any, source: Any, n_boot: int, rng: np.random.Generator,
+                     progress: bool = False) -> np.ndarray:  # fmt: skip
+    """(n_boot, p) errors of ``estimator`` over AIM reruns on rows drawn from the released model
+    (each rerun reported on stderr with ``progress``)."""
     release, domain = release_parts(source)
     rerun_config(release, 0)  # a clear error before any work
     attrs = list(domain.attrs)
     n = int(round(release.model.total))
     errors = []
-    for _ in range(n_boot):
+    for _ in reruns(n_boot, progress):
         rows = release.model.synthetic_data(n, rng)
         config = rerun_config(release, int(rng.integers(2**63 - 1)))
         with warnings.catch_warnings():  # the seeded rerun warns that it is not private: it needs not be
@@ -164,8 +187,10 @@ class NoisyModelMarginals(ModelMarginals):
         return out
 
 
-def measurement_errors(estimator: Any, source: Any, n_boot: int, rng: np.random.Generator) -> np.ndarray:
-    """(n_boot, p) errors of ``estimator`` with the measured blocks' noise added to the released model."""
+def measurement_errors(estimator: Any, source: Any, n_boot: int, rng: np.random.Generator,
+                       progress: bool = False) -> np.ndarray:  # fmt: skip
+    """(n_boot, p) errors of ``estimator`` with the measured blocks' noise added to the released model
+    (fast: ``progress`` is accepted for symmetry and shows nothing)."""
     release, domain = release_parts(source)
     theta_hat = fitted_theta(estimator, ModelMarginals(domain, release.model))
     noisy = NoisyModelMarginals(domain, release.model, release.measurements, rng)

@@ -31,7 +31,7 @@ from aim import Release
 
 from .common import PLAIN_NUMBER, private_note
 
-#: deltas above this warn: they allow a per-row failure probability a release should not have.
+#: deltas above this (1e-3) warn: they allow a per-row failure probability a release should not have.
 DELTA_WARN = 1e-3
 #: a release whose noisy total is below this many rows warns: it carries almost no information.
 FEW_ROWS = 100
@@ -102,7 +102,7 @@ def check_first_row(args: argparse.Namespace, path: str, table: pd.DataFrame, na
 def check_delta(delta: float) -> None:
     """Warn when delta is above `DELTA_WARN` (delta >= 1 is refused by the budget check itself)."""
     if delta > DELTA_WARN:
-        warn(f"--delta {delta:g} is large: delta should be much smaller than 1/n; values above {DELTA_WARN:g} allow "
+        warn(f"--delta {delta:g} is large: delta should be much smaller than 1/n; values above 1e-3 allow "
              f"a per-row failure probability a release should not have (the default is 1e-9)")
 
 

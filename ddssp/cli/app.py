@@ -27,7 +27,9 @@ Adult table shipped with the package). fit, predict, inspect and report work fro
 discretize and spec prepare raw tables.
 
 Exit codes: 0 ok, 2 bad input (one line on stderr, no traceback), 1 internal error; --debug shows
-the traceback. Progress goes to stderr; --quiet silences it. No message quotes an exact count of
+the traceback. Progress goes to stderr; --quiet silences it, but not the warnings about a likely
+wrong or useless result (a header row that looks like data, a first row that looks like a header,
+--delta above 1e-3, a release that is mostly noise). No message quotes an exact count of
 private rows or a private value unless --show-private-values (stderr, for the data holder); the
 synthetic row count printed is public (--rows or the noisy model total). Text cells of CSV outputs
 that a spreadsheet would run as formulas are escaped (--no-escape-formulas keeps them). Files are

@@ -1,7 +1,7 @@
 """Shared pieces of the ``dp-marginals`` subcommands: the parser class with one-line usage errors,
 the flags every subcommand takes, error and note printing (private counts only with
-``--show-private-values``), argparse value types, the output-overwrite guard, reading a release or
-a raw CSV (``synth --spec`` and ``discretize``) and writing a CSV with its formulas escaped.
+``--show-private-values``), argparse value types, the output-overwrite guard, reading a release and
+writing a CSV with its formulas escaped (raw CSVs are read by `ddssp.cli.raw_csv`).
 
 Every CSV the command line writes goes through `csv_text`: a text cell that a spreadsheet would
 run as a formula (it starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return) gets a
@@ -23,15 +23,14 @@ import pandas as pd
 
 from aim import Release
 from aim.release import NotPrivateWarning
-from marginals.dataset import DataError, read_csv_file
-from marginals.spec.discretize import Discretizer
 
 PROG = "dp-marginals"
 #: most synthetic rows a command may ask for (``--rows``); `Release.synthetic_data` also caps rows x columns.
 MAX_ROWS = 100_000_000
 #: first characters that make a spreadsheet read a text cell as a formula (OWASP, "CSV injection").
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-_PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\Z")
+#: a text cell that is a plain number (``-3``, ``+1.5e3``): a spreadsheet reads it as a number.
+PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\Z")
 # Exceptions that mean "the input is wrong": ValueError covers DataError, SpecError, JSON, CSV and
 # release-format errors and unknown attribute names (UnknownAttributeError); the OSErrors are
 # paths that cannot be read or written. Anything else (a KeyError included) is an internal error.
@@ -48,7 +47,8 @@ class Parser(argparse.ArgumentParser):
 def common_flags() -> argparse.ArgumentParser:
     """The flags every subcommand takes (a parent parser): --quiet, --debug, --show-private-values."""
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--quiet", action="store_true", help="no progress or notes on stderr")
+    common.add_argument("--quiet", action="store_true",
+                        help="no progress or notes on stderr (warnings about likely wrong results still show)")
     common.add_argument("--debug", action="store_true",
                         help="show the traceback of an error (it may quote private values: for the data holder)")
     common.add_argument("--show-private-values", action="store_true",
@@ -159,7 +159,7 @@ def load_release(path: str) -> Release:
 def escape_formula(cell: Any) -> Any:
     """``cell`` with a leading ``'`` if it is text a spreadsheet would run as a formula (see the module
     docstring); any other cell (numbers, missing values, plain-number text) as it is."""
-    if isinstance(cell, str) and cell[:1] in FORMULA_STARTS and not _PLAIN_NUMBER.match(cell):
+    if isinstance(cell, str) and cell[:1] in FORMULA_STARTS and not PLAIN_NUMBER.match(cell):
         return "'" + cell
     return cell
 
@@ -223,56 +223,3 @@ def subcommand(sub: Any, common: argparse.ArgumentParser, name: str, summary: st
     ``description`` in its own --help."""
     return sub.add_parser(name, parents=[common], help=summary, description=description)
 
-
-# --- raw CSV files with a public spec (synth --spec, discretize) ---------------------------------------
-
-#: phrases of library errors that name Python arguments -> the flag that does the same here.
-FLAG_HINTS = (("extra='drop'", "--drop-extra"),)
-
-
-def add_raw_csv_flags(p: argparse.ArgumentParser, when: str = "") -> None:
-    """--no-header, --skip-rows and --drop-extra: how to read a raw CSV (``synth --spec``, ``discretize``)."""
-    p.add_argument("--no-header", action="store_true",
-                   help=f"{when}the raw CSV has no header row: its columns are in the spec's order")
-    p.add_argument("--skip-rows", type=nonnegative_int, default=0, metavar="N",
-                   help=f"{when}lines to skip at the top of the raw CSV, e.g. a title line (default 0)")
-    p.add_argument("--drop-extra", action="store_true",
-                   help=f"{when}ignore raw columns the spec does not name (default: they are an error)")
-
-
-def read_raw(args: argparse.Namespace, disc: Discretizer) -> pd.DataFrame:
-    """The raw CSV of --data (header row, or the spec's column order with --no-header)."""
-    try:
-        df = read_csv_file(args.data, text=True, header=None if args.no_header else "infer", skiprows=args.skip_rows,
-                           skipinitialspace=True)
-    except DataError as exc:
-        if "not a readable CSV" not in str(exc):
-            raise
-        raise ValueError(f"{exc}; if lines above the data are not CSV rows, skip them with --skip-rows N") from None
-    if not args.no_header:
-        return df
-    names = list(disc.domain.attrs)
-    if df.shape[1] != len(names):  # pandas would silently shift or pad the columns under names=
-        raise ValueError(f"{args.data}: {df.shape[1]} columns per row but the spec names {len(names)}; with "
-                         "--no-header the columns must be the spec's, in its order")
-    return df.set_axis(names, axis=1)
-
-
-def raw_error(args: argparse.Namespace, exc: Exception) -> ValueError:
-    """A raw-CSV encoding error as the command line says it: the file first, flags instead of arguments."""
-    message = str(exc)
-    for argument, flag in FLAG_HINTS:
-        message = message.replace(argument, flag)
-    if "missing from the table" in message and not args.no_header:
-        message += "; a CSV without a header row needs --no-header (and --skip-rows N for lines above the data)"
-    return ValueError(f"{args.data}: {message}")
-
-
-def encode_raw(args: argparse.Namespace, disc: Discretizer, out_dir: str | None = None) -> Any:
-    """Codes of the raw --data: a `Dataset`, or the transform report after writing them to ``out_dir``."""
-    raw = read_raw(args, disc)
-    extra = "drop" if args.drop_extra else "error"
-    try:
-        return disc.transform(raw, extra=extra) if out_dir is None else disc.write(raw, out_dir, extra=extra)
-    except DataError as exc:
-        raise raw_error(args, exc) from None

@@ -15,10 +15,8 @@ from marginals.dataset import read_csv_file
 from marginals.files import write_text_atomic
 from marginals.spec.discretize import Discretizer
 
-from .common import (
-    add_csv_output_flags, add_raw_csv_flags, check_outputs, csv_text, encode_raw, nonnegative_int, private_note,
-    subcommand,
-)
+from .common import add_csv_output_flags, check_outputs, csv_text, nonnegative_int, private_note, subcommand
+from .raw_csv import add_raw_csv_flags, encode_raw
 
 #: the files an encoding writes into --out-dir.
 OUTPUT_FILES = ("data.csv", "domain.json", "discretizer.json")

@@ -9,7 +9,9 @@ Without ``--data`` it runs on a data set shipped with the package (``--dataset``
     dp-marginals synth --data raw.csv --epsilon 1 --out synth.csv --release r.npz [--spec-budget 0.05]
 
 A raw CSV without a header row needs its column names: ``--columns a,b,c`` or a ``--schema``
-listing them in file order.
+listing them in file order, as many as the file has columns. Careless input warns on stderr, also
+under ``--quiet`` (`ddssp.cli.guards`): a header that looks like data, a first row that looks like a
+header, a ``--delta`` above 1e-3, a release that is mostly noise.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any, Callable
 from aim import AIM, all_k_way, normalize_workload, workload_error
 from aim.raw import SPEC_SHARE, synthesize
 from marginals.limits import check_synthetic_size
-from marginals.dataset import DataError, Dataset, read_csv_file
+from marginals.dataset import DataError, Dataset
 from marginals.datasets import DATASETS
 from marginals.domain import Domain
 from marginals.files import AtomicOutputs, read_json, write_text_atomic
@@ -30,12 +32,14 @@ from marginals.privacy import cdp_rho
 from marginals.randomness import sampling_rng
 from marginals.spec.discretize import Discretizer
 from marginals.spec.infer import SpecInferenceWarning
-from marginals.spec.public import DEFAULT_BINS, read_schema
+from marginals.spec.public import DEFAULT_BINS
 
 from .common import (
-    Renamed, add_csv_output_flags, add_raw_csv_flags, check_outputs, csv_text, encode_raw, nonnegative_int, note,
-    positive_float, positive_int, private_note, row_count, subcommand,
+    Renamed, add_csv_output_flags, check_outputs, csv_text, nonnegative_int, note, positive_float, positive_int,
+    private_note, row_count, subcommand,
 )
+from .guards import check_delta, check_release_size
+from .raw_csv import add_raw_csv_flags, encode_raw, read_raw_alone
 
 # --- the input -----------------------------------------------------------------------------------------
 
@@ -89,6 +93,7 @@ def print_evaluation(data: Any, model: Any, synthetic: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run ``synth``; returns the exit code."""
     cdp_rho(args.epsilon, args.delta)  # validates the budget before any data is read
+    check_delta(args.delta)
     out_path = Path(args.out or f"results/{input_name(args)}-eps{args.epsilon:g}-synthetic.csv")
     release_path = Path(args.release or f"results/{input_name(args)}-eps{args.epsilon:g}-release.npz")
     check_outputs([("--out", out_path), ("--release", release_path)],
@@ -119,23 +124,11 @@ def run(args: argparse.Namespace) -> int:
     if args.evaluate:
         print_evaluation(data, release.model, synthetic)
     print(f"wrote {release_path} and {out_path} ({len(out):,} synthetic rows)")
+    check_release_size(release, args.epsilon)
     return 0
 
 
 # --- raw values alone: the spec inferred under DP ----------------------------------------------------------
-
-
-def column_names(args: argparse.Namespace) -> list[str] | None:
-    """Column names of a headerless raw CSV (--columns or the schema's order); None with a header row."""
-    if not args.no_header:
-        if args.columns:
-            raise ValueError("--columns names the columns of a CSV read with --no-header")
-        return None
-    if args.columns:
-        return [c.strip() for c in args.columns.split(",") if c.strip()]
-    if args.schema:
-        return list(read_schema(args.schema)["columns"])
-    raise ValueError("a raw CSV read with --no-header needs its column names: --columns a,b,c or a --schema")
 
 
 def describe_spec(spec: dict) -> str:
@@ -153,11 +146,7 @@ def describe_spec(spec: dict) -> str:
 
 def synth_raw(args: argparse.Namespace, out_path: Path, release_path: Path, say: Callable[[str], None]) -> int:
     """``synth`` on a raw CSV without a spec: DP spec + AIM on one ledger, readable synthetic rows."""
-    names = column_names(args)
-    raw = read_csv_file(args.data, text=True, header=None if names else "infer", names=names,
-                        skiprows=args.skip_rows, skipinitialspace=True)  # fmt: skip
-    if raw.empty:
-        raise ValueError(f"{args.data}: no data rows (a raw CSV needs a header row and at least one row)")
+    raw = read_raw_alone(args)
     spec_share = SPEC_SHARE if args.spec_budget is None else args.spec_budget
     say(f"{Path(args.data).stem}: raw CSV read as text, {raw.shape[1]} columns; no --spec: inferring the spec "
         f"under DP with {100 * spec_share:g}% of the budget (--spec-budget), charged to the release's ledger")
@@ -183,6 +172,7 @@ def synth_raw(args: argparse.Namespace, out_path: Path, release_path: Path, say:
         coded = release.discretizer.transform(raw.set_axis([str(c) for c in raw.columns], axis=1), extra="drop")
         print_evaluation(coded, release.model, release.synthetic_codes(rng=args.sample_seed))
     print(f"wrote {release_path} and {out_path} ({len(synthetic):,} synthetic rows)")
+    check_release_size(release, args.epsilon)
     return 0
 
 

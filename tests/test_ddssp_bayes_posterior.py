@@ -241,3 +241,21 @@ def test_intercept_gives_the_mle_signs_on_uncentred_features(numpyro, family):
     assert post.score(X, y) >= mle.score(X, y) - 0.02
     if family == "logistic":
         assert set(np.unique(post.predict(X))) <= {0.0, 1.0} and list(post.classes_) == [0.0, 1.0]
+
+
+@pytest.mark.slow
+def test_readme_bayes_example_runs(numpyro):
+    # issue 24: the README's Bayesian GLM example runs as written (secure noise, default settings)
+    import pathlib
+    import re
+
+    readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "NoiseAwareGLM(" in b]
+    assert len(blocks) == 1
+    namespace: dict = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exec(compile(blocks[0], "README.md", "exec"), namespace)
+    post, X, y = namespace["post"], namespace["X"], namespace["y"]
+    assert post.coef_.shape == (2,) and list(post.classes_) == [0.0, 1.0]
+    assert post.predict_proba(X).shape == (2000, 2) and post.score(X, y) > 0.5

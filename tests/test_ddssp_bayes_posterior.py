@@ -145,7 +145,7 @@ def test_safe_start_has_a_finite_density_where_the_prior_median_does_not(numpyro
     rng = np.random.default_rng(3)
     X = clip_rows(0.25 + 0.2 * rng.normal(size=(5000, 4)), 1.0)
     y = np.where(rng.random(5000) < 1 / (1 + np.exp(-X @ np.array([2.0, 1.5, 0.5, 1.0]))), 1.0, -1.0)
-    stats = gaussian_ssp(X, y, "logistic", 1.0, 1e-5, insecure_seed=InsecureRandom(3, warn=False))
+    stats = gaussian_ssp(X, y, "logistic", 1.0, 1e-5, insecure_seed=InsecureRandom(3, warn=False), fit_intercept=False)
     model = functools.partial(glm_model, d=4, family="logistic", theta_cap=9.0, scale_sd=2.5, lkj_eta=2.0, noise_sd=1.0)
     data = {"z": jnp.asarray(stats.z), "noise_cov": jnp.asarray(stats.noise_cov), "n": jnp.asarray(float(stats.n))}
 

@@ -67,8 +67,8 @@ def test_release_validation():
     X, y = _data(10)
     with pytest.raises(ValueError, match="\\{0, 1\\} or \\{-1, \\+1\\}"):
         gaussian_ssp(X, np.where(y > 0, 2.0, 0.0), "logistic", 1.0, 1e-5, insecure_seed=InsecureRandom(0, warn=False))
-    with pytest.raises(ValueError, match="one coding"):
-        gaussian_ssp(X, np.r_[y[:-1], 0.0], "logistic", 1.0, 1e-5, insecure_seed=InsecureRandom(0, warn=False))
+    with pytest.raises(ValueError, match="must all lie in classes"):  # a named coding refuses the other one
+        gaussian_ssp(X, np.r_[y[:-1], 0.0], "logistic", 1.0, 1e-5, classes=(-1, 1), insecure_seed=InsecureRandom(0, warn=False))
     with pytest.raises(ValueError, match="classes must be"):
         gaussian_ssp(X, y, "logistic", 1.0, 1e-5, classes=(1, 2), insecure_seed=InsecureRandom(0, warn=False))
     with pytest.raises(ValueError):
@@ -80,13 +80,20 @@ def test_release_validation():
 
 
 def test_logistic_labels_zero_one_and_minus_one_plus_one_release_the_same_sums():
-    # issue 24: {0, 1} labels are accepted (used as -1/+1) and the coding is kept for classes_
+    # issue 24: {0, 1} labels are accepted (used as -1/+1); the recorded coding is public: the
+    # `classes` given, else (0, 1) whatever the labels are (it must not tell which labels occur)
     X, y = _data(60)
     pm = exact_statistics(X, y, "logistic")
     zo = exact_statistics(X, (y + 1) / 2, "logistic")
     np.testing.assert_array_equal(pm.z, zo.z)
-    assert pm.classes == (-1.0, 1.0) and zo.classes == (0.0, 1.0)
-    assert exact_statistics(X, np.ones(60), "logistic", classes=(0, 1)).classes == (0.0, 1.0)
+    assert pm.classes == zo.classes == exact_statistics(X, np.ones(60), "logistic").classes == (0.0, 1.0)
+    named = exact_statistics(X, y, "logistic", classes=(-1, 1))
+    np.testing.assert_array_equal(named.z, pm.z)
+    assert named.classes == (-1.0, 1.0)
+    with pytest.raises(ValueError, match="must all lie in classes"):
+        exact_statistics(X, (y + 1) / 2, "logistic", classes=(-1, 1))
+    with pytest.raises(ValueError, match="must be in"):
+        exact_statistics(X, y * 2, "logistic")
 
 
 def test_intercept_column_adds_the_sums_of_x_and_y():

@@ -20,8 +20,8 @@ one user's d statistics), the aggregator sums, so the aggregate noise covariance
 Intercept (``fit_intercept=True``, the default): every clipped row gets a leading constant column of
 value R (`INTERCEPT` layout: statistic x0 is that column), so the sums include sum(y) and sum(x) and
 the posterior fits an intercept on uncentred features; the augmented rows have norm <= sqrt(2) R and
-the sensitivity is taken at that radius. Logistic labels: {0, 1} or {-1, +1} (``classes``: the
-coding, inferred from the labels when None; pass it to keep the coding public), used as -1/+1.
+the sensitivity is taken at that radius. Logistic labels: {0, 1} or {-1, +1}, used as -1/+1; the coding
+recorded for ``classes_`` is ``classes`` when given, else (0, 1) — never read off the private labels.
 
 Noise always comes from a `RandomSource` (`noise_source(insecure_seed)`): secure by default.
 """
@@ -77,15 +77,20 @@ def clip_rows(X: np.ndarray, R: float) -> np.ndarray:
 
 
 def _labels(y: np.ndarray, classes: tuple | None) -> tuple[np.ndarray, tuple]:
-    """Logistic labels as -1/+1 and their coding (negative class first): {0, 1} or {-1, +1}."""
+    """Logistic labels as -1/+1 and the coding recorded for ``classes_`` (negative class first).
+
+    The coding is public, never read off the private labels: ``classes`` when given ((0, 1) or
+    (-1, 1); every label must be one of them), else (0, 1) with both 0 and -1 read as the
+    negative class."""
     if classes is None:
-        classes = (0.0, 1.0) if np.any(y == 0) else (-1.0, 1.0)
+        if not np.all(np.isin(y, (-1.0, 0.0, 1.0))):
+            raise ValueError("logistic labels must be in {0, 1} or {-1, +1} (pass classes=(0, 1) or (-1, 1) to name the coding)")
+        return np.where(y == 1.0, 1.0, -1.0), (0.0, 1.0)
     classes = tuple(float(c) for c in classes)
     if classes not in ((0.0, 1.0), (-1.0, 1.0)):
         raise ValueError(f"logistic classes must be (0, 1) or (-1, 1), got {classes}")
     if not np.all(np.isin(y, classes)):
-        bad = np.unique(y[~np.isin(y, classes)])[:5]
-        raise ValueError(f"logistic labels must be in {{0, 1}} or {{-1, +1}} (one coding), got also {bad.tolist()}")
+        raise ValueError(f"logistic labels must all lie in classes={classes}")
     return np.where(y == classes[1], 1.0, -1.0), classes
 
 

@@ -145,7 +145,7 @@ def test_safe_start_has_a_finite_density_where_the_prior_median_does_not(numpyro
     rng = np.random.default_rng(3)
     X = clip_rows(0.25 + 0.2 * rng.normal(size=(5000, 4)), 1.0)
     y = np.where(rng.random(5000) < 1 / (1 + np.exp(-X @ np.array([2.0, 1.5, 0.5, 1.0]))), 1.0, -1.0)
-    stats = gaussian_ssp(X, y, "logistic", 1.0, 1e-5, insecure_seed=InsecureRandom(3, warn=False))
+    stats = gaussian_ssp(X, y, "logistic", 1.0, 1e-5, insecure_seed=InsecureRandom(3, warn=False), fit_intercept=False)
     model = functools.partial(glm_model, d=4, family="logistic", theta_cap=9.0, scale_sd=2.5, lkj_eta=2.0, noise_sd=1.0)
     data = {"z": jnp.asarray(stats.z), "noise_cov": jnp.asarray(stats.noise_cov), "n": jnp.asarray(float(stats.n))}
 
@@ -157,3 +157,105 @@ def test_safe_start_has_a_finite_density_where_the_prior_median_does_not(numpyro
     median = dict(safe, p=np.ones(4), rho=np.asarray(sps.chi2(4).median()))  # ||theta|| = 1.83: Taylor covariance indefinite
     assert not np.isfinite(energy(median))
     assert np.isfinite(energy(safe))
+
+
+def _uncentred(seed, n=2000):
+    # features far from zero and an intercept that a fit without one would fold into the coefficients
+    rng = np.random.default_rng(seed)
+    X = clip_rows(np.column_stack([0.5 + 0.15 * rng.normal(size=n), 0.4 + 0.15 * rng.normal(size=n)]), 1.0)
+    return X, rng
+
+
+def test_predictions_follow_the_posterior_draws_and_sklearn_conventions():
+    # issue 24: predict_proba is the posterior predictive (mean of sigmoid over draws), predict its most
+    # likely class in the release's label coding, score accuracy / R^2; set from known draws (no NUTS)
+    from ddssp.bayes.posterior import NoiseAwareGLM
+
+    post = NoiseAwareGLM()
+    post.coef_samples_ = np.array([[2.0, -1.0], [0.0, -3.0]])
+    post.intercept_samples_ = np.array([0.5, -0.5])
+    post.coef_, post.intercept_, post.n_features_in_ = post.coef_samples_.mean(axis=0), 0.0, 2
+    post.classes_ = np.array([0.0, 1.0])
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [0.2, 0.1]])
+    sig = lambda u: 1 / (1 + np.exp(-u))
+    p1 = 0.5 * (sig(X @ [2.0, -1.0] + 0.5) + sig(X @ [0.0, -3.0] - 0.5))
+    np.testing.assert_allclose(post.predict_proba(X), np.column_stack([1 - p1, p1]))
+    np.testing.assert_array_equal(post.predict(X), (p1 > 0.5).astype(float))
+    assert post.score(X, np.array([1.0, 0.0, 0.0])) == pytest.approx(np.mean(post.predict(X) == [1, 0, 0]))
+    with pytest.raises(ValueError, match=r"\(n, 2\)"):
+        post.predict(np.ones((2, 3)))
+    del post.classes_  # linear: the posterior-mean prediction, R^2
+    post.intercept_ = 0.25
+    np.testing.assert_allclose(post.predict(X), X @ post.coef_ + 0.25)
+    y = X @ post.coef_ + 0.25 + np.array([0.1, -0.1, 0.0])
+    assert post.score(X, y) == pytest.approx(1 - 0.02 / np.sum((y - y.mean()) ** 2))
+    with pytest.raises(AttributeError, match="logistic"):
+        post.predict_proba(X)
+    with pytest.raises(RuntimeError, match="not fitted"):
+        NoiseAwareGLM().predict(X)
+
+
+def test_fit_intercept_must_match_the_release(numpyro):
+    from ddssp.bayes.posterior import NoiseAwareGLM
+
+    X, rng = _uncentred(0, n=50)
+    y = np.where(rng.random(50) < 0.5, 1.0, 0.0)
+    with pytest.raises(ValueError, match="without an intercept column"):
+        NoiseAwareGLM().fit(exact_statistics(X, y, "logistic", fit_intercept=False))
+    with pytest.raises(ValueError, match="with an intercept column"):
+        NoiseAwareGLM(fit_intercept=False).fit(exact_statistics(X, y, "logistic"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["logistic", "linear"])
+def test_intercept_gives_the_mle_signs_on_uncentred_features(numpyro, family):
+    # issue 24: without an intercept, uncentred features fold it into the coefficients (the first sign
+    # flips); with it (default) the posterior mean at large epsilon is near the non-private MLE
+    from sklearn.linear_model import LinearRegression, LogisticRegression
+
+    from ddssp.bayes.posterior import NoiseAwareGLM
+
+    X, rng = _uncentred(0)
+    theta, b = np.array([-1.0, 2.0]), 0.8
+    if family == "logistic":
+        y = (rng.random(len(X)) < 1 / (1 + np.exp(-(X @ theta + b)))).astype(float)  # labels {0, 1}
+        mle = LogisticRegression(C=1e6).fit(X, y)
+        mle_coef, mle_b = mle.coef_[0], mle.intercept_[0]
+    else:
+        theta, b = theta / 4, 0.5
+        y = np.clip(X @ theta + b + 0.1 * rng.normal(size=len(X)), -1, 1)
+        mle = LinearRegression().fit(X, y)
+        mle_coef, mle_b = mle.coef_, mle.intercept_
+    fits = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for fi in (False, True):
+            stats = gaussian_ssp(X, y, family, 1e3, 1e-6, insecure_seed=InsecureRandom(0, warn=False), fit_intercept=fi)
+            fits[fi] = NoiseAwareGLM(num_samples=200, num_chains=2, fit_intercept=fi).fit(stats)
+    assert np.all(np.sign(mle_coef) == np.sign(theta))
+    assert np.any(np.sign(fits[False].coef_) != np.sign(mle_coef)), fits[False].coef_  # the old failure
+    post = fits[True]
+    assert np.all(np.sign(post.coef_) == np.sign(mle_coef)), post.coef_
+    tol = 0.35 * np.abs(mle_coef).max()
+    assert np.abs(post.coef_ - mle_coef).max() < tol and abs(post.intercept_ - mle_b) < tol
+    assert post.score(X, y) >= mle.score(X, y) - 0.02
+    if family == "logistic":
+        assert set(np.unique(post.predict(X))) <= {0.0, 1.0} and list(post.classes_) == [0.0, 1.0]
+
+
+@pytest.mark.slow
+def test_readme_bayes_example_runs(numpyro):
+    # issue 24: the README's Bayesian GLM example runs as written (secure noise, default settings)
+    import pathlib
+    import re
+
+    readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    blocks = [b for b in re.findall(r"```python\n(.*?)```", readme, re.S) if "NoiseAwareGLM(" in b]
+    assert len(blocks) == 1
+    namespace: dict = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        exec(compile(blocks[0], "README.md", "exec"), namespace)
+    post, X, y = namespace["post"], namespace["X"], namespace["y"]
+    assert post.coef_.shape == (2,) and list(post.classes_) == [0.0, 1.0]
+    assert post.predict_proba(X).shape == (2000, 2) and post.score(X, y) > 0.5

@@ -165,7 +165,13 @@ def safe_start(d: int, family: str, scale_sd: float, noise_sd: float) -> dict[st
 class NoiseAwareGLM:
     """Posterior over GLM coefficients from `NoisyStatistics` (linear or logistic), by NUTS.
 
+    Example (needs the ``bayes`` extra; labels {0, 1} or {-1, +1}):
+        stats = gaussian_ssp(X, y, "logistic", epsilon=1.0, delta=1e-6, accountant=acct)
+        post = NoiseAwareGLM(num_samples=500).fit(stats); post.predict_proba(X_new)
+
     Args:
+        fit_intercept: fit an intercept (True, default); the release must carry the intercept column
+            (``gaussian_ssp(..., fit_intercept=True)``, the default there too), or ValueError.
         num_samples / num_warmup / num_chains: NUTS draws per chain, warm-up (None: = num_samples,
             50% of each chain), chains (4).
         theta_cap, scale_sd, lkj_eta, noise_sd: the priors of the module docstring.
@@ -174,9 +180,14 @@ class NoiseAwareGLM:
         chain_method: numpyro's "vectorized" (default), "sequential" or "parallel".
         random_state: int seed of the sampler (post-processing).
 
-    Learned: ``coef_`` (posterior mean of theta), ``coef_samples_`` (draws x d, chains stacked),
-    ``samples_`` (every site, by chain), ``rhat_`` (split R-hat of theta), ``converged_``,
-    ``coef_interval_`` (central 90% credible intervals), ``n_features_in_``.
+    Learned: ``coef_`` / ``intercept_`` (posterior means), ``coef_samples_`` (draws x features, chains
+    stacked) / ``intercept_samples_``, ``samples_`` (every site, by chain; theta's first entry is the
+    intercept column's), ``rhat_`` (split R-hat of theta), ``converged_``, ``coef_interval_`` (central
+    90% credible intervals of coef_), ``n_features_in_``, ``classes_`` (logistic: the label coding).
+    Predictions (scikit-learn conventions): ``predict_proba`` is the posterior predictive
+    P(y = 1 | x) = mean over draws of sigmoid(x.coef + intercept); ``predict`` is its most likely
+    class (logistic) or the posterior-mean x.coef_ + intercept_ (linear); ``score`` is accuracy or
+    R^2. X is on the released rows' scale (the clipping radius R; rows are not clipped here).
     """
 
     #: all post-processing of the released `NoisyStatistics` (the only data ``fit`` sees)
@@ -188,6 +199,9 @@ class NoiseAwareGLM:
         "converged_": "whether R-hat is below rhat_threshold: as rhat_",
         "coef_interval_": "central 90% credible intervals: as samples_",
         "n_features_in_": "d, the released statistics' dimension: public",
+        "intercept_samples_": "the intercept's draws: as samples_",
+        "intercept_": "the posterior mean of the intercept: as samples_",
+        "classes_": "the label coding the release was given ((0, 1) or (-1, 1)): public",
     }
 
     def __init__(
@@ -203,6 +217,7 @@ class NoiseAwareGLM:
         rhat_threshold: float = 1.1,
         chain_method: str = "vectorized",
         random_state: int = 0,
+        fit_intercept: bool = True,
     ) -> None:
         self.num_samples = num_samples
         self.num_warmup = num_warmup
@@ -215,12 +230,13 @@ class NoiseAwareGLM:
         self.rhat_threshold = rhat_threshold
         self.chain_method = chain_method
         self.random_state = random_state
+        self.fit_intercept = fit_intercept
 
     def get_params(self, deep: bool = True) -> dict:
         """The hyperparameters given to ``__init__``."""
         return {k: getattr(self, k) for k in (
             "num_samples", "num_warmup", "num_chains", "theta_cap", "scale_sd", "lkj_eta", "noise_sd",
-            "noise_aware", "rhat_threshold", "chain_method", "random_state")}  # fmt: skip
+            "noise_aware", "rhat_threshold", "chain_method", "random_state", "fit_intercept")}  # fmt: skip
 
     def fit(self, stats: NoisyStatistics) -> "NoiseAwareGLM":
         """Sample the posterior given released statistics."""
@@ -228,6 +244,12 @@ class NoiseAwareGLM:
             raise TypeError(f"fit needs ddssp.bayes.NoisyStatistics, got {type(stats).__name__}")
         if stats.family not in FAMILIES:
             raise ValueError(f"unknown family {stats.family!r}")
+        if bool(self.fit_intercept) != (stats.intercept > 0):
+            raise ValueError(
+                f"fit_intercept={self.fit_intercept} but the statistics were released with"
+                f"{'' if stats.intercept > 0 else 'out'} an intercept column: pass fit_intercept="
+                f"{self.fit_intercept} to gaussian_ssp / local_ssp / exact_statistics too"
+            )
         require_numpyro()
         import jax.numpy as jnp
 
@@ -242,9 +264,15 @@ class NoiseAwareGLM:
             cache_key=("glm", tuple(sorted(static.items()))), init_params=self._init_params(model, data, stats),
             init_values={k: jnp.asarray(v) for k, v in safe_start(stats.d, stats.family, self.scale_sd, self.noise_sd).items()},
         )
-        theta = self.samples_["theta"]
-        self.coef_samples_ = theta.reshape(-1, stats.d)
+        theta = self.samples_["theta"].reshape(-1, stats.d)
+        k = int(stats.intercept > 0)
+        self.intercept_samples_ = theta[:, 0] * stats.intercept if k else np.zeros(theta.shape[0])
+        self.intercept_ = float(self.intercept_samples_.mean())
+        self.coef_samples_ = theta[:, k:]
         self.coef_ = self.coef_samples_.mean(axis=0)
+        self.__dict__.pop("classes_", None)
+        if stats.family == "logistic":
+            self.classes_ = np.asarray(stats.classes if stats.classes is not None else (-1.0, 1.0))
         self.rhat_ = rhat.get("theta", np.full(stats.d, np.nan))
         self.converged_ = bool(np.all(self.rhat_ < self.rhat_threshold)) if self.num_chains > 1 else True
         if not self.converged_:
@@ -254,7 +282,7 @@ class NoiseAwareGLM:
                 ConvergenceWarning,
                 stacklevel=2,
             )
-        self.n_features_in_ = stats.d
+        self.n_features_in_ = stats.n_features
         self.coef_interval_ = self.conf_int(0.1)
         return self
 
@@ -302,5 +330,38 @@ class NoiseAwareGLM:
         return np.quantile(self.coef_samples_, [alpha / 2, 1 - alpha / 2], axis=0).T
 
     def decision_function(self, X: np.ndarray) -> np.ndarray:
-        """X @ coef_ (posterior-mean linear score)."""
-        return np.asarray(X, dtype=np.float64) @ self.coef_
+        """X @ coef_ + intercept_ (posterior-mean linear score)."""
+        return self._features(X) @ self.coef_ + self.intercept_
+
+    def _features(self, X: np.ndarray) -> np.ndarray:
+        if not hasattr(self, "coef_samples_"):
+            raise RuntimeError("this NoiseAwareGLM is not fitted yet: call fit first")
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X must be (n, {self.n_features_in_}), got {X.shape}")
+        return X
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        """(n, 2) posterior predictive class probabilities (columns in ``classes_`` order); logistic only."""
+        if not hasattr(self, "classes_"):
+            raise AttributeError("predict_proba is for the logistic family")
+        X = self._features(X)
+        p1 = np.empty(X.shape[0])
+        for start in range(0, X.shape[0], 2048):  # (rows x draws) blocks of bounded memory
+            u = X[start : start + 2048] @ self.coef_samples_.T + self.intercept_samples_
+            p1[start : start + 2048] = (0.5 * (1.0 + np.tanh(0.5 * u))).mean(axis=1)
+        return np.column_stack([1.0 - p1, p1])
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        """Logistic: the class of higher posterior predictive probability; linear: the posterior-mean prediction."""
+        if hasattr(self, "classes_"):
+            return self.classes_[(self.predict_proba(X)[:, 1] > 0.5).astype(int)]
+        return self.decision_function(X)
+
+    def score(self, X: np.ndarray, y: np.ndarray) -> float:
+        """Accuracy (logistic) or R^2 (linear) of ``predict`` on (X, y), as scikit-learn's estimators."""
+        y = np.asarray(y, dtype=np.float64)
+        pred = self.predict(X)
+        if hasattr(self, "classes_"):
+            return float(np.mean(pred == y))
+        return float(1.0 - np.sum((y - pred) ** 2) / np.sum((y - y.mean()) ** 2))

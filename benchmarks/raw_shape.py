@@ -12,7 +12,8 @@ they are, missing as its own value); how many real rows the spec cannot encode (
 often the synthetic education and education-num agree (they are one bijection in the real data);
 and the share of synthetic education-num values outside the real range 1..16. Runs use insecure
 seeds 0..runs-1 (a benchmark: reproducible, not private). Writes ``<out>/runs.json`` and
-``<out>/summary.md`` (default ``benchmarks/results/raw_shape/<name>``).
+``<out>/summary.md`` (default ``benchmarks/results/raw_shape/<name>``); ``--combine`` joins the
+``runs.json`` of parallel invocations (e.g. one per epsilon) into one summary.
 """
 
 from __future__ import annotations
@@ -94,6 +95,7 @@ def one_run(raw: pd.DataFrame, cells: pd.DataFrame, eps: float, seed: int) -> di
         "dropped_rows": len(raw) - kept,
         "tails": tails,
         "tv1": float(np.mean([tv(cells, syn_cells, [c]) for c in cols])),
+        "tv1_by_column": {c: tv(cells, syn_cells, [c]) for c in cols},
         "tv2": float(np.mean([tv(cells, syn_cells, list(p)) for p in itertools.combinations(cols, 2)])),
         "education_agreement": agree,
         "education_num_outside_1_16": float(((edu_num < 1) | (edu_num > 16)).mean()) if len(edu_num) else 0.0,
@@ -121,6 +123,10 @@ def summarize(runs: list[dict], raw: pd.DataFrame) -> str:
             v = np.array([r["tails"][col] for r in rs], dtype=float)
             lines.append(f"| {col} p1 / p99 / max (median) | {' / '.join(f'{x:g}' for x in np.nanmedian(v, axis=0))} | | |")
         lines += ["", "collapsed numeric columns (runs): " + (", ".join(f"{c} {n}" for c, n in collapsed.items()) or "none"), ""]
+        by_col = [r["tv1_by_column"] for r in rs if "tv1_by_column" in r]
+        if by_col:
+            means = pd.DataFrame(by_col).mean()
+            lines += ["1-way TV by column (mean): " + ", ".join(f"{c} {v:.3f}" for c, v in means.items()), ""]
     return "\n".join(lines) + "\n"
 
 
@@ -130,9 +136,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=30)
     p.add_argument("--name", default="current", help="results folder name (e.g. before / after)")
     p.add_argument("--out", type=Path)
+    p.add_argument("--combine", type=Path, nargs="+", metavar="RUNS_JSON",
+                   help="write one summary from the runs.json files of parallel invocations (runs nothing)")
     args = p.parse_args(argv)
     out = args.out or RESULTS / "raw_shape" / args.name
     raw = load_adult_raw()
+    if args.combine:
+        runs = [r for path in args.combine for r in json.loads(path.read_text())]
+        write_json(out / "runs.json", runs)
+        write_text(out / "summary.md", summarize(runs, raw))
+        print(summarize(runs, raw))
+        return 0
     cells = public_cells(raw)
     runs = []
     for eps in args.eps:

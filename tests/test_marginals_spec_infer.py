@@ -55,8 +55,8 @@ def test_a_unique_value_is_never_released_while_frequent_ones_always_are():
         acct = Accountant(1.0)
         spec = infer_spec(df, acct, rho=0.5, delta=1e-6, schema={"columns": {"job": "categorical"}}, rng=seed).to_spec()
         assert spec["columns"]["job"]["categories"] == ["clerk", "nurse"]
-        charge, outside = acct.charges
-        assert outside.label == "spec job: outside the categories" and outside.mechanism == "discrete_gaussian"
+        (charge,) = acct.charges  # the <other> level costs nothing: one charge, the histogram's
+        assert spec["columns"]["job"]["unseen"] == "other" and charge.rho == pytest.approx(0.5, rel=1e-6)
         assert charge.mechanism == THRESHOLD_MECHANISM and charge.params["delta"] == 1e-6
 
 
@@ -128,10 +128,9 @@ def test_types_missing_levels_and_markers_are_inferred():
     assert cols["sex"]["categories"] == ["F", "M"] and cols["sex"]["missing"] == "drop"
     labels = [c.label for c in acct.charges]
     assert labels == ["spec age: type profile", "spec age: numeric histogram", "spec job: type profile",
-                      "spec job: categories", "spec job: outside the categories", "spec score: type profile",
-                      "spec score: numeric histogram", "spec sex: type profile", "spec sex: categories",
-                      "spec sex: outside the categories"]
-    assert cols["sex"]["unseen"] == "drop" and cols["job"]["unseen"] == "drop"  # nothing outside: no <other>
+                      "spec job: categories", "spec score: type profile",
+                      "spec score: numeric histogram", "spec sex: type profile", "spec sex: categories"]
+    assert cols["sex"]["unseen"] == "other" and cols["job"]["unseen"] == "other"  # always, nothing measured
     assert acct.spent <= 2.0 * (1 + 1e-12)
 
 
@@ -187,17 +186,21 @@ def test_blank_and_reserved_values_never_become_categories():
     assert spec.transform_df(df)["c"].tolist() == [0] * 3000 + [2] * 3000 + [1] * 3000
 
 
-def test_the_other_level_is_kept_only_for_real_mass_outside_the_categories():
+def test_every_inferred_categorical_column_gets_the_other_level_unless_the_schema_closes_it():
     rng = np.random.default_rng(9)
     rare = [f"rare-{i}" for i in range(3000)]  # 3,000 rows of values too rare to release
     df = pd.DataFrame({"binary": rng.choice(["no", "yes"], 9000),
                        "long_tail": np.concatenate([rng.choice(["x", "y"], 6000), rare])})
     schema = {"columns": {"binary": "categorical", "long_tail": "categorical"}}
-    for seed in range(10):
+    closed = {"columns": {"binary": {"type": "categorical", "unseen": "drop"}, "long_tail": "categorical"}}
+    for seed in range(5):
         spec = infer_spec(df, Accountant(1.0), rho=0.5, delta=1e-9, schema=schema, rng=seed)
         cols = spec.to_spec()["columns"]
-        assert cols["binary"]["unseen"] == "drop" and spec.domain["binary"] == 2  # stays binary
+        assert cols["binary"]["unseen"] == "other" and spec.domain["binary"] == 3  # data-independent
         assert cols["long_tail"]["unseen"] == "other" and cols["long_tail"]["categories"] == ["x", "y"]
+        assert len(spec.transform_df(df)) == len(df) and spec.last_report["dropped"] == 0
+        spec = infer_spec(df, Accountant(1.0), rho=0.5, delta=1e-9, schema=closed, rng=seed)
+        assert spec.to_spec()["columns"]["binary"]["unseen"] == "drop" and spec.domain["binary"] == 2
 
 
 # --- issue 23: error rules before any budget, no private value in messages, keyed noise ---------

@@ -43,10 +43,10 @@ rule of the schema is checked on the rows before anything is charged (`check_rul
   (cdp_eps(rho_total, delta_ledger), delta_ledger + sum of these deltas)-DP
   (`aim.raw.synthesize` reserves that sum inside the user's delta).
 
-  The ``<other>`` level: once the categories are released (public), the number of rows outside
-  them is one count of sensitivity 1, measured with `OTHER_SHARE` of the column's budget; the
-  level is kept when it reaches `OTHER_Z` sigma, else rows with other values are dropped
-  (``"unseen": "drop"``), so a binary column stays binary.
+  The ``<other>`` level: every inferred categorical column gets one (``"unseen": "other"``), so a
+  row whose value was not released is kept as ``<other>``, never dropped. The choice depends on no
+  row, so it costs no budget. A schema closes a column by declaring ``"unseen": "drop"`` on it:
+  rows outside the released categories are then left out, and the spec says so (``excluded``).
 
 A column whose histogram keeps nothing (no value frequent enough for the budget) is left out of
 the spec with a `SpecInferenceWarning`. Missing values get their own level when the noisy missing
@@ -83,10 +83,6 @@ from .public import DEFAULT_BINS, draft_spec, spec_gaps
 PROFILE_SHARE = 0.1
 #: a known key (the missing count) is kept when its noisy count reaches KNOWN_Z sigma.
 KNOWN_Z = 3.0
-#: share of a categorical column's budget for counting the rows outside the released categories;
-#: the <other> level is kept when that noisy count reaches OTHER_Z sigma.
-OTHER_SHARE = 0.25
-OTHER_Z = 2.0
 THRESHOLD_MECHANISM = "thresholded_discrete_gaussian"
 _INTEGER = re.compile(r"-?\d{1,15}")
 
@@ -269,32 +265,20 @@ def _category_values(keys: list[str]) -> list:
     return sorted(keys)
 
 
-def _other_level(name: str, outside: np.ndarray, rho: float, ctx: _Context) -> str:
-    """'other' when the noisy count of rows outside the (now public) categories reaches OTHER_Z
-    sigma, else 'drop' (their rows are left out)."""
-    m = measure_counts(np.array([outside.sum()]), (name,), _sigma(rho), ctx.source, ctx.accountant,
-                       label=f"spec {name}: outside the categories")
-    return "other" if m.noisy_counts[0] >= OTHER_Z * m.sigma else "drop"
-
-
 def _categorical(name: str, keys: np.ndarray, missing: np.ndarray, col: dict, rho: float, ctx: _Context) -> dict | None:
     observed = pd.Series(keys[~missing], dtype=object).value_counts(sort=False).sort_index()
     counts = np.append(observed.to_numpy(np.int64), np.int64(missing.sum()))  # the last cell: missing (a public key)
-    decide_other = "unseen" not in col
-    noisy, sigma, tau = _thresholded_histogram(name, list(observed.index), counts,
-                                               rho * (1 - OTHER_SHARE * decide_other), ctx)
+    noisy, sigma, tau = _thresholded_histogram(name, list(observed.index), counts, rho, ctx)
     reserved = ("", OTHER_LABEL)  # never categories: blank text and the other level's own label go to <other>
     kept = (noisy[:-1] >= tau) & ~np.isin(observed.index.to_numpy(dtype=object), reserved)
     if not kept.any():
         return None
     released = [str(k) for k in observed.index[kept]]
     out = {**col, "type": "categorical", "categories": _category_values(released)}
-    if decide_other:
-        inside = pd.Series(keys, dtype=object).isin(released).to_numpy()  # hash lookup: keys hold None
-        out["unseen"] = _other_level(name, ~missing & ~inside, rho * OTHER_SHARE, ctx)
+    out.setdefault("unseen", "other")  # data-independent: no measurement, no budget (a schema may close the column)
     out.setdefault("missing", "level" if noisy[-1] >= KNOWN_Z * sigma else "drop")
     out.setdefault("note", f"categories from a thresholded DP histogram (noise sigma {sigma:.4g}, threshold {tau}); "
-                           "rarer values map to <other>")
+                           "rarer values " + ("map to <other>" if out["unseen"] == "other" else "are left out"))
     return out
 
 

@@ -36,7 +36,7 @@ SPEC = {"columns": {
 
 #: the inferred kind's schema: everything inferred, the binary target closed (no <other> level: it stays binary)
 CLOSED_TARGET = {"columns": {**{c: None for c in SPEC["columns"] if c != "income"},
-                             "income": {"type": "categorical", "unseen": "drop"}}}
+                             "income": {"type": "categorical", "unseen": "drop", "missing": "error"}}}
 
 
 def raw_rows(n: int, seed: int) -> pd.DataFrame:

@@ -124,8 +124,8 @@ def test_types_missing_levels_and_markers_are_inferred():
     cols = spec["columns"]
     assert cols["age"]["type"] == "numeric" and cols["age"]["non_numeric"] == "missing" and cols["age"]["missing"] == "level"
     assert cols["job"] == {**cols["job"], "type": "categorical", "categories": ["a", "b", "c"], "missing": "level"}
-    assert cols["score"]["type"] == "numeric" and cols["score"]["integer"] is False and cols["score"]["missing"] == "drop"
-    assert cols["sex"]["categories"] == ["F", "M"] and cols["sex"]["missing"] == "drop"
+    assert cols["score"]["type"] == "numeric" and cols["score"]["integer"] is False and cols["score"]["missing"] == "level"
+    assert cols["sex"]["categories"] == ["F", "M"] and cols["sex"]["missing"] == "level"  # always: nothing measured
     labels = [c.label for c in acct.charges]
     assert labels == ["spec age: type profile", "spec age: numeric histogram", "spec job: type profile",
                       "spec job: categories", "spec score: type profile",
@@ -192,15 +192,16 @@ def test_every_inferred_categorical_column_gets_the_other_level_unless_the_schem
     df = pd.DataFrame({"binary": rng.choice(["no", "yes"], 9000),
                        "long_tail": np.concatenate([rng.choice(["x", "y"], 6000), rare])})
     schema = {"columns": {"binary": "categorical", "long_tail": "categorical"}}
-    closed = {"columns": {"binary": {"type": "categorical", "unseen": "drop"}, "long_tail": "categorical"}}
+    closed = {"columns": {"binary": {"type": "categorical", "unseen": "drop", "missing": "error"}, "long_tail": None}}
     for seed in range(5):
         spec = infer_spec(df, Accountant(1.0), rho=0.5, delta=1e-9, schema=schema, rng=seed)
         cols = spec.to_spec()["columns"]
-        assert cols["binary"]["unseen"] == "other" and spec.domain["binary"] == 3  # data-independent
+        assert cols["binary"]["unseen"] == "other" and spec.labels("binary") == ["no", "yes", "<other>", "<missing>"]
         assert cols["long_tail"]["unseen"] == "other" and cols["long_tail"]["categories"] == ["x", "y"]
         assert len(spec.transform_df(df)) == len(df) and spec.last_report["dropped"] == 0
         spec = infer_spec(df, Accountant(1.0), rho=0.5, delta=1e-9, schema=closed, rng=seed)
-        assert spec.to_spec()["columns"]["binary"]["unseen"] == "drop" and spec.domain["binary"] == 2
+        assert spec.labels("binary") == ["no", "yes"]  # closed: binary (and the statement says so)
+        assert [(x["column"], x["rule"], x["bound"]) for x in spec.to_spec()["excluded"]] == [("binary", "unseen", None)]
 
 
 # --- issue 23: error rules before any budget, no private value in messages, keyed noise ---------

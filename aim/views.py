@@ -88,7 +88,7 @@ def excluded_lines(release: Any) -> list[str]:
         return []
     statements = disc.excluded()
     if not statements:
-        return ["  rows left out: none (values outside the categories go to <other>, missing values to a level)"]
+        return ["  rows left out: none (the spec has no \"drop\" rule)"]
     return [f"  rows left out: {x['statement']}" for x in statements]
 
 

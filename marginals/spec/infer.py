@@ -56,7 +56,8 @@ column has no missing values says ``"missing": "error"`` (checked on the rows be
 is spent), or ``"drop"`` to leave such rows out.
 
 No row is left out silently. Only a rule the schema declares (``"unseen": "drop"`` on a
-categorical column, ``"missing": "drop"``) leaves rows out; each such rule gives a public
+categorical column, ``"missing": "drop"``; on the column itself: an inferred column does not take
+the schema's top-level rules, which apply to declared columns) leaves rows out; each such rule gives a public
 statement in the spec's ``"excluded"`` list (`marginals.spec.discretize.Discretizer.excluded`),
 which says which rows and that their number is not released (no true count is ever written).
 

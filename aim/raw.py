@@ -92,7 +92,7 @@ def synthesize(data: pd.DataFrame, epsilon: float, delta: float = 1e-9, *, spec:
     partial = None if spec is not None else draft_spec(schema if schema is not None else
                                                        [str(c) for c in data.columns], bins)
     if spec is not None or not any(spec_gaps(partial).values()):
-        disc = _public_spec(spec if spec is not None else partial)
+        disc = _public_spec(spec if spec is not None else partial).with_exclusions()  # its "drop" rules, stated
         coded = disc.transform(data.set_axis([str(c) for c in data.columns], axis=1), extra="drop",
                                show_private_values=show_private_values)
         release = AIM(epsilon, delta, insecure_seed=insecure_seed, **aim_options).run(coded).with_spec(disc)

@@ -1,6 +1,7 @@
 """Ways of looking at a release (`aim.release.Release`) without changing it: `ReleaseView` (the
-release without some attributes), `summary` (a short readable description) and `threshold_lines`
-(the delta that DP spec inference reserved, as ledger lines)."""
+release without some attributes), `summary` (a short readable description), `threshold_lines`
+(the delta that DP spec inference reserved, as ledger lines) and `excluded_lines` (the rows the
+spec leaves out, as the spec's public statements)."""
 
 from __future__ import annotations
 
@@ -73,9 +74,22 @@ def summary(release: Any) -> str:
         *threshold_lines(release),
         *([] if release.discretizer is None else [f"spec: readable values for {len(release.domain)} columns "
                                                   "(categories and bin edges are public or DP-derived)"]),
+        *excluded_lines(release),
         *([] if release.private else ["NOT PRIVATE: made with a seeded noise source (tests and benchmarks only)"]),
     ]
     return "\n".join(lines)
+
+
+def excluded_lines(release: Any) -> list[str]:
+    """The rows a release's spec leaves out ("drop" rules), one line per public statement
+    (`marginals.Discretizer.excluded`); a line saying none are when the spec has no such rule."""
+    disc = release.discretizer
+    if disc is None:
+        return []
+    statements = disc.excluded()
+    if not statements:
+        return ["  rows left out: none (the spec has no \"drop\" rule)"]
+    return [f"  rows left out: {x['statement']}" for x in statements]
 
 
 def threshold_lines(release: Any) -> list[str]:

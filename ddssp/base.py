@@ -37,6 +37,7 @@ from sklearn.utils.validation import check_is_fitted
 from marginals import DataError, Domain
 from marginals.privacy import check_epsilon_delta
 from marginals.randomness import RandomSource, noise_source
+from marginals.spec.discretize import drop_causes
 
 from .encoding import Encoding, EncodingOptions, build_encoding, read_codes
 from .inputs import FitInput, predict_table, resolve_fit, sub_discretizer
@@ -159,10 +160,10 @@ class EncodedLinearModel:
                               type(self).__name__)  # fmt: skip
         if self.discretizer_ is None or not features:
             return table
-        codes = sub_discretizer(self.discretizer_, features).transform_df(table)
-        if len(codes) != len(table):
-            raise DataError("the spec dropped row(s) (a \"drop\" rule for missing or unseen values); "
-                            "predictions need every row")  # fmt: skip  (no count: it is private)
+        spec = sub_discretizer(self.discretizer_, features)
+        codes = spec.transform_df(table)
+        if len(codes) != len(table):  # no count, no value: the message names the columns and their rules
+            raise DataError(f"row(s) the spec cannot code ({drop_causes(spec.last_report)}); predictions need every row")
         return codes
 
     def _linear_score(self, X: Any) -> np.ndarray:

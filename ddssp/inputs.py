@@ -26,6 +26,7 @@ from sklearn.utils.validation import check_non_negative, column_or_1d
 
 from marginals import DataError, Dataset, Discretizer, Domain
 from marginals.source import as_marginal_source, implements_member
+from marginals.spec.discretize import drop_causes
 
 DomainLike = Domain | Discretizer | int | None
 
@@ -76,9 +77,8 @@ def coded_table(df: pd.DataFrame, domain: DomainLike, target: str, target_levels
     if isinstance(domain, Discretizer):
         disc = sub_discretizer(domain, cols) if exact else domain
         codes = disc.transform_df(df, extra="drop")
-        if len(codes) != len(df):
-            raise DataError("the spec dropped row(s) (a \"drop\" rule for missing or unseen values); fit on complete "
-                            "rows")  # no count: it is private
+        if len(codes) != len(df):  # no count: it is private
+            raise DataError(f"the spec leaves row(s) out ({drop_causes(disc.last_report)}); fit on rows it codes")
         return Dataset(codes, disc.domain), domain
     if not isinstance(domain, Domain):
         k = _levels(domain)

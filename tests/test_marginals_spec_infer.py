@@ -55,8 +55,8 @@ def test_a_unique_value_is_never_released_while_frequent_ones_always_are():
         acct = Accountant(1.0)
         spec = infer_spec(df, acct, rho=0.5, delta=1e-6, schema={"columns": {"job": "categorical"}}, rng=seed).to_spec()
         assert spec["columns"]["job"]["categories"] == ["clerk", "nurse"]
-        charge, outside = acct.charges
-        assert outside.label == "spec job: outside the categories" and outside.mechanism == "discrete_gaussian"
+        (charge,) = acct.charges  # the <other> level costs nothing: one charge, the histogram's
+        assert spec["columns"]["job"]["unseen"] == "other" and charge.rho == pytest.approx(0.5, rel=1e-6)
         assert charge.mechanism == THRESHOLD_MECHANISM and charge.params["delta"] == 1e-6
 
 
@@ -124,14 +124,13 @@ def test_types_missing_levels_and_markers_are_inferred():
     cols = spec["columns"]
     assert cols["age"]["type"] == "numeric" and cols["age"]["non_numeric"] == "missing" and cols["age"]["missing"] == "level"
     assert cols["job"] == {**cols["job"], "type": "categorical", "categories": ["a", "b", "c"], "missing": "level"}
-    assert cols["score"]["type"] == "numeric" and cols["score"]["integer"] is False and cols["score"]["missing"] == "drop"
-    assert cols["sex"]["categories"] == ["F", "M"] and cols["sex"]["missing"] == "drop"
+    assert cols["score"]["type"] == "numeric" and cols["score"]["integer"] is False and cols["score"]["missing"] == "level"
+    assert cols["sex"]["categories"] == ["F", "M"] and cols["sex"]["missing"] == "level"  # always: nothing measured
     labels = [c.label for c in acct.charges]
     assert labels == ["spec age: type profile", "spec age: numeric histogram", "spec job: type profile",
-                      "spec job: categories", "spec job: outside the categories", "spec score: type profile",
-                      "spec score: numeric histogram", "spec sex: type profile", "spec sex: categories",
-                      "spec sex: outside the categories"]
-    assert cols["sex"]["unseen"] == "drop" and cols["job"]["unseen"] == "drop"  # nothing outside: no <other>
+                      "spec job: categories", "spec score: type profile",
+                      "spec score: numeric histogram", "spec sex: type profile", "spec sex: categories"]
+    assert cols["sex"]["unseen"] == "other" and cols["job"]["unseen"] == "other"  # always, nothing measured
     assert acct.spent <= 2.0 * (1 + 1e-12)
 
 
@@ -187,17 +186,22 @@ def test_blank_and_reserved_values_never_become_categories():
     assert spec.transform_df(df)["c"].tolist() == [0] * 3000 + [2] * 3000 + [1] * 3000
 
 
-def test_the_other_level_is_kept_only_for_real_mass_outside_the_categories():
+def test_every_inferred_categorical_column_gets_the_other_level_unless_the_schema_closes_it():
     rng = np.random.default_rng(9)
     rare = [f"rare-{i}" for i in range(3000)]  # 3,000 rows of values too rare to release
     df = pd.DataFrame({"binary": rng.choice(["no", "yes"], 9000),
                        "long_tail": np.concatenate([rng.choice(["x", "y"], 6000), rare])})
     schema = {"columns": {"binary": "categorical", "long_tail": "categorical"}}
-    for seed in range(10):
+    closed = {"columns": {"binary": {"type": "categorical", "unseen": "drop", "missing": "error"}, "long_tail": None}}
+    for seed in range(5):
         spec = infer_spec(df, Accountant(1.0), rho=0.5, delta=1e-9, schema=schema, rng=seed)
         cols = spec.to_spec()["columns"]
-        assert cols["binary"]["unseen"] == "drop" and spec.domain["binary"] == 2  # stays binary
+        assert cols["binary"]["unseen"] == "other" and spec.labels("binary") == ["no", "yes", "<other>", "<missing>"]
         assert cols["long_tail"]["unseen"] == "other" and cols["long_tail"]["categories"] == ["x", "y"]
+        assert len(spec.transform_df(df)) == len(df) and spec.last_report["dropped"] == 0
+        spec = infer_spec(df, Accountant(1.0), rho=0.5, delta=1e-9, schema=closed, rng=seed)
+        assert spec.labels("binary") == ["no", "yes"]  # closed: binary (and the statement says so)
+        assert [(x["column"], x["rule"], x["bound"]) for x in spec.to_spec()["excluded"]] == [("binary", "unseen", None)]
 
 
 # --- issue 23: error rules before any budget, no private value in messages, keyed noise ---------

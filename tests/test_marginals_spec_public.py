@@ -33,7 +33,7 @@ def test_declared_columns_are_complete_and_bounds_get_equal_bins():
     assert spec_gaps(draft) == {"age": [], "job": [], "income": ["bounds"], "city": ["categories"], "note": ["type"]}
     complete = {**draft, "columns": {k: draft["columns"][k] for k in ("age", "job")}}
     d = Discretizer.from_spec(complete)
-    assert d.labels("age") == ["[0, 25)", "[25, 50)", "[50, 75)", "[75, 100]"]
+    assert d.labels("age") == ["[0, 25)", "[25, 50)", "[50, 75)", "[75, 100]", "<missing>"]  # by default: a level
     assert d.labels("job") == ["a", "b", "<other>", "<missing>"]
 
 

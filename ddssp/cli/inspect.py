@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from aim import Release
+from aim.views import excluded_lines
 
 from .common import load_release, subcommand
 
@@ -35,6 +36,7 @@ def release_report(release: Release) -> dict:
         "private": release.private,
         "config": {part: {k: v for k, v in values.items() if k != "workload"} for part, values in release.config.items()},
         "workload_cliques": len(release.config.get("mechanism", {}).get("workload", [])),
+        "excluded": [] if release.discretizer is None else release.discretizer.excluded(),
     }
 
 
@@ -47,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     status = "private" if release.private else "NOT PRIVATE (seeded noise source: tests/benchmarks only)"
     print(f"release {args.release}: {len(release.domain)} attributes, {status}")
-    print("\n".join([release.ledger.summary(), *release.threshold_lines()]))
+    print("\n".join([release.ledger.summary(), *release.threshold_lines(), *excluded_lines(release)]))
     print(f"{report['rounds']} selection rounds ({report['annealed']} annealed); "
           f"workload of {report['workload_cliques']} cliques")
     print(f"model: {len(release.model.cliques)} cliques, {release.model.size_mb:.2f} MB, "

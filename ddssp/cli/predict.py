@@ -5,7 +5,12 @@ coefficient file records the settings (target, model, excluded attributes, one-h
 intercept) and ``predict`` refits them on the same release, checks that the coefficients agree
 with the file (a file from another release or settings is refused) and predicts ``--data``.
 Rows are raw values when the release carries a spec (coded by it), integer codes otherwise;
-columns are taken by name (any order, extra columns such as the target ignored).
+columns are taken by name (any order, extra columns such as the target ignored). The spec codes
+them by the rules the release was made with: a value outside a column's categories goes to
+``<other>`` and a missing value to the missing level (every inferred column has both). A row it
+still cannot code (a "drop" rule of the spec, declared by the schema) is refused, as its release
+left such rows out: the error names the column and the rule, never a value or a count, and no
+file is written (one prediction per input row, or none).
 
 Output CSV, one row per input row: linear models ``prediction`` (the target on its code scale)
 and, with a spec, ``prediction_label`` (the label of the nearest level); logistic models

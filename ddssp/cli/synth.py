@@ -11,7 +11,8 @@ Without ``--data`` it runs on a data set shipped with the package (``--dataset``
 A raw CSV without a header row needs its column names: ``--columns a,b,c`` or a ``--schema``
 listing them in file order, as many as the file has columns. Careless input warns on stderr, also
 under ``--quiet`` (`ddssp.cli.guards`): a header that looks like data, a first row that looks like a
-header, a ``--delta`` above 1e-3, a release that is mostly noise.
+header, a ``--delta`` above 1e-3, a release that is mostly noise. So do the rows the spec leaves
+out: each "drop" rule's public statement (`marginals.Discretizer.excluded`, also in the summary).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from .common import (
     Renamed, add_csv_output_flags, check_outputs, csv_text, nonnegative_int, note, positive_float, positive_int,
     private_note, row_count, subcommand,
 )
-from .guards import check_delta, check_release_size
+from .guards import check_delta, check_release_size, warn
 from .raw_csv import add_raw_csv_flags, encode_raw, read_raw_alone
 
 # --- the input -----------------------------------------------------------------------------------------
@@ -115,17 +116,25 @@ def run(args: argparse.Namespace) -> int:
     rows_rng = sampling_rng(args.sample_seed)  # post-processing of the public model: a seed is safe here
     synthetic = release.synthetic_codes(args.rows, rng=rows_rng)
     if disc is not None:
+        disc = disc.with_exclusions()  # its "drop" rules, stated in the spec
         release = release.with_spec(disc)  # the release stores its public spec; rows come back readable
     out = synthetic if disc is None else disc.inverse_transform(synthetic, rng=rows_rng, numeric=args.numeric, typed=True)
     with AtomicOutputs() as outputs:  # the release and the CSV: both or neither
         release.save(outputs.stage(release_path))
         write_text_atomic(outputs.stage(out_path), csv_text(out, args.escape_formulas))
     print(release.summary())  # no run time: it depends on the private rows (their number, the counting)
+    warn_excluded(disc)
     if args.evaluate:
         print_evaluation(data, release.model, synthetic)
     print(f"wrote {release_path} and {out_path} ({len(out):,} synthetic rows)")
     check_release_size(release, args.epsilon)
     return 0
+
+
+def warn_excluded(disc: Discretizer | None) -> None:
+    """Each public statement of the spec about rows it leaves out, on stderr (also under --quiet)."""
+    for statement in [] if disc is None else disc.excluded():
+        warn(f"rows left out of the release: {statement['statement']}")
 
 
 # --- raw values alone: the spec inferred under DP ----------------------------------------------------------
@@ -168,6 +177,7 @@ def synth_raw(args: argparse.Namespace, out_path: Path, release_path: Path, say:
         write_text_atomic(outputs.stage(out_path), csv_text(synthetic, args.escape_formulas))
     print(f"spec (public: DP-derived, stored in the release): {describe_spec(release.spec)}")
     print(release.summary())
+    warn_excluded(release.discretizer)
     if args.evaluate:
         coded = release.discretizer.transform(raw.set_axis([str(c) for c in raw.columns], axis=1), extra="drop")
         print_evaluation(coded, release.model, release.synthetic_codes(rng=args.sample_seed))

@@ -122,8 +122,9 @@ class Column:
         return [str(v) for v in self.values] + extra
 
     def encode(self, s: pd.Series, show: bool = False) -> tuple[np.ndarray, dict[str, int], np.ndarray]:
-        """Codes of one raw column, its report counts and the rows to drop; `DataError` when a rule
-        says "error" (naming the column and the rule; values and counts only with ``show``)."""
+        """Codes of one raw column, its report counts (with ``dropped_unseen`` / ``dropped_missing``
+        under a "drop" rule) and the rows to drop; `DataError` when a rule says "error" (naming the
+        column and the rule; values and counts only with ``show``)."""
         keys = series_keys(s)
         missing = pd.isna(keys)
         if self.markers:
@@ -140,7 +141,10 @@ class Column:
             codes, counts = self._bin(vals, missing)
         else:
             codes, counts, dropped = self._lookup(keys, missing, s, show)
+        if self.drop_unseen:
+            counts["dropped_unseen"] = int(dropped.sum())
         if self.drop_missing:
+            counts["dropped_missing"] = int(missing.sum())
             dropped |= missing
         elif missing.any():
             if self.missing_code is None:

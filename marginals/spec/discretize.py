@@ -5,7 +5,8 @@ options), never from the private rows. Levels of a column, in code order: the ca
 bins), then ``"<other>"`` when ``unseen="other"``, then the missing level when
 ``missing="level"`` (column compilation: `marginals.spec.columns`). The transform report
 (clipped / other / missing / dropped counts) is computed from the private rows: it is for the
-data holder and must not be published. Specs inferred from private rows under differential
+data holder and must not be published. The rows a spec leaves out ("drop" rules) are described by
+public statements, `Discretizer.excluded` (recorded under the spec's ``"excluded"`` key). Specs inferred from private rows under differential
 privacy come from `marginals.spec.infer`; drafts from public information from `marginals.spec.public`.
 """
 
@@ -36,7 +37,51 @@ from .columns import (
 
 __all__ = ["Discretizer", "SpecError", "OTHER_LABEL", "MISSING_LABEL", "UNSEEN_OPTIONS", "MISSING_OPTIONS"]
 
-_TOP_KEYS = {"columns", "unseen", "missing", "missing_markers", "note", "version"}
+_TOP_KEYS = {"columns", "unseen", "missing", "missing_markers", "note", "version", "excluded"}
+#: the fields of one statement of a spec's ``"excluded"`` list (rows a "drop" rule leaves out).
+EXCLUDED_FIELDS = ("column", "rule", "statement", "bound", "noisy_count")
+EXCLUDED_RULES = ("missing", "unseen")
+
+
+def _number_or_none(value: Any, kind: Any) -> bool:
+    return value is None or (isinstance(value, kind) and not isinstance(value, bool))
+
+
+def _statement(item: Any) -> bool:
+    """Whether ``item`` is one statement of an ``"excluded"`` list (see `Discretizer.excluded`)."""
+    return (isinstance(item, Mapping) and set(item) == set(EXCLUDED_FIELDS) and isinstance(item["column"], str)
+            and item["rule"] in EXCLUDED_RULES and isinstance(item["statement"], str)
+            and _number_or_none(item["bound"], int) and _number_or_none(item["noisy_count"], (int, float)))
+
+
+def rule_statements(columns: Any) -> list[dict[str, Any]]:
+    """One statement per "drop" rule of compiled columns: which rows it leaves out, from the rule
+    alone (their number is not released: it is private)."""
+    out = []
+    for col in columns:
+        if col.drop_unseen:
+            out.append({"column": col.name, "rule": "unseen", "bound": None, "noisy_count": None, "statement": (
+                f"column {col.name!r}: rows whose value is not one of its {len(col.values)} categories are left "
+                f"out (rule \"unseen\": \"drop\": the column has no {OTHER_LABEL} level); their number is not "
+                "released")})
+        if col.drop_missing:
+            out.append({"column": col.name, "rule": "missing", "bound": None, "noisy_count": None, "statement": (
+                f"column {col.name!r}: rows with a missing value are left out (rule \"missing\": \"drop\": the "
+                "column has no missing level); their number is not released")})
+    return out
+
+
+def drop_causes(report: Mapping[str, Any]) -> str:
+    """Why a transform left rows out, from its report: the columns and their "drop" rules (no count)."""
+    causes = []
+    for name, counts in report["columns"].items():
+        if counts.get("dropped_unseen"):
+            causes.append(f"column {name!r}: a category not in the spec, and the column has no {OTHER_LABEL} level "
+                          "(rule \"unseen\": \"drop\")")
+        if counts.get("dropped_missing"):
+            causes.append(f"column {name!r}: a missing value, and the column has no missing level "
+                          "(rule \"missing\": \"drop\")")
+    return "; ".join(causes)
 
 
 class Discretizer:
@@ -64,6 +109,10 @@ class Discretizer:
             "missing": choice(spec, "missing", MISSING_OPTIONS, "error", "spec"),
             "missing_markers": list(markers(spec.get("missing_markers", []), "spec")),
         }
+        excluded = spec.get("excluded", [])
+        if not isinstance(excluded, list) or not all(_statement(x) for x in excluded):
+            raise SpecError(f"'excluded' must be a list of objects with the fields {list(EXCLUDED_FIELDS)} (rule one "
+                            f"of {list(EXCLUDED_RULES)}, bound an integer or null, noisy_count a number or null)")
         compiled = [compile_column(name, col, defaults) for name, col in columns.items()]
         self._columns = tuple(c for c, _ in compiled)
         self._spec = {k: json.loads(json.dumps(v)) for k, v in spec.items() if k != "columns"}
@@ -79,6 +128,19 @@ class Discretizer:
     def to_spec(self) -> dict[str, Any]:
         """The spec as a JSON-able dict (a copy; ``from_spec(to_spec())`` gives an equal discretizer)."""
         return json.loads(json.dumps(self._spec))
+
+    def excluded(self) -> list[dict[str, Any]]:
+        """Public statements about the rows the spec leaves out: its ``"excluded"`` list, then one per
+        "drop" rule the list does not cover (fields: `EXCLUDED_FIELDS`; ``bound`` a high-probability
+        upper bound on the rows or None, computed only from rules and released noisy counts)."""
+        stored = [dict(x) for x in self._spec.get("excluded", [])]
+        covered = {(x["column"], x["rule"]) for x in stored}
+        return stored + [x for x in rule_statements(self._columns) if (x["column"], x["rule"]) not in covered]
+
+    def with_exclusions(self) -> "Discretizer":
+        """This spec with its `excluded` statements recorded under ``"excluded"`` (itself when nothing changes)."""
+        excluded = self.excluded()
+        return self if excluded == self._spec.get("excluded", []) else Discretizer({**self._spec, "excluded": excluded})
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Discretizer":

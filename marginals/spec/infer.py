@@ -20,8 +20,7 @@ rule of the schema is checked on the rows before anything is charged (`check_rul
   grid, read as described in `marginals.spec.grid`. Text in an inferred numeric column is missing.
 - Categories: a thresholded histogram. The noisy count X_k + Z_k of every *observed* value k
   (Z_k discrete Gaussian with variance parameter s^2, `marginals.exact`) is released when it
-  reaches the threshold tau; the missing count is a public key, measured in the same vector.
-  With a seeded (test) source each key's noise has its own stream (`keyed_noise`), so two
+  reaches the threshold tau. With a seeded (test) source each key's noise has its own stream (`keyed_noise`), so two
   neighbouring tables draw the same noise for the keys they share.
 
   Why it is private. If the added row's value k is already observed, the key set is the same and
@@ -43,14 +42,27 @@ rule of the schema is checked on the rows before anything is charged (`check_rul
   (cdp_eps(rho_total, delta_ledger), delta_ledger + sum of these deltas)-DP
   (`aim.raw.synthesize` reserves that sum inside the user's delta).
 
-  The ``<other>`` level: once the categories are released (public), the number of rows outside
-  them is one count of sensitivity 1, measured with `OTHER_SHARE` of the column's budget; the
-  level is kept when it reaches `OTHER_Z` sigma, else rows with other values are dropped
-  (``"unseen": "drop"``), so a binary column stays binary.
+  The ``<other>`` level: every inferred categorical column gets one (``"unseen": "other"``), so a
+  row whose value was not released is kept as ``<other>``, never dropped. The choice depends on no
+  row, so it costs no budget. A schema closes a column by declaring ``"unseen": "drop"`` on it:
+  rows outside the released categories are then left out, and the spec says so (``excluded``).
+
+Missing values: every inferred column gets a missing level (``"missing": "level"``), whatever
+the rows hold. Deciding it from a noisy missing count would drop the rows of every column whose
+missing count fell under the noise (at a small spec budget, hundreds of rows), and the best one
+could then say is a bound of several sigma on them; a level that is always there drops nothing
+and costs nothing, at the price of a level that may stay (nearly) empty. A schema that knows a
+column has no missing values says ``"missing": "error"`` (checked on the rows before any budget
+is spent), or ``"drop"`` to leave such rows out.
+
+No row is left out silently. Only a rule the schema declares (``"unseen": "drop"`` on a
+categorical column, ``"missing": "drop"``; on the column itself: an inferred column does not take
+the schema's top-level rules, which apply to declared columns) leaves rows out; each such rule gives a public
+statement in the spec's ``"excluded"`` list (`marginals.spec.discretize.Discretizer.excluded`),
+which says which rows and that their number is not released (no true count is ever written).
 
 A column whose histogram keeps nothing (no value frequent enough for the budget) is left out of
-the spec with a `SpecInferenceWarning`. Missing values get their own level when the noisy missing
-count reaches `KNOWN_Z` sigma; otherwise their rows are dropped (``"missing": "drop"``).
+the spec with a `SpecInferenceWarning`.
 """
 
 from __future__ import annotations
@@ -81,12 +93,6 @@ from .public import DEFAULT_BINS, draft_spec, spec_gaps
 
 #: share of an untyped column's budget spent on deciding its type.
 PROFILE_SHARE = 0.1
-#: a known key (the missing count) is kept when its noisy count reaches KNOWN_Z sigma.
-KNOWN_Z = 3.0
-#: share of a categorical column's budget for counting the rows outside the released categories;
-#: the <other> level is kept when that noisy count reaches OTHER_Z sigma.
-OTHER_SHARE = 0.25
-OTHER_Z = 2.0
 THRESHOLD_MECHANISM = "thresholded_discrete_gaussian"
 _INTEGER = re.compile(r"-?\d{1,15}")
 
@@ -137,7 +143,7 @@ def infer_spec(data: pd.DataFrame, accountant: Accountant, rho: float, delta: fl
     todo = [c for c, gap in spec_gaps(partial).items() if gap]
     check_rules(df, partial, todo, show_private_values)
     if not todo:
-        return Discretizer(partial)
+        return Discretizer(partial).with_exclusions()
     thresholded = [c for c in todo if partial["columns"][c].get("type") != "numeric"]
     _check_budget(accountant, rho, delta, thresholded)
     ctx = _Context(accountant, noise_source(rng, "rng"), rho / len(todo), delta / max(1, len(thresholded)),
@@ -156,7 +162,8 @@ def infer_spec(data: pd.DataFrame, accountant: Accountant, rho: float, delta: fl
                          "the spec a larger share of the budget")
     note = (f"declared: {[c for c in columns if c not in todo]}; inferred under DP (rho = {rho:.6g}, "
             f"delta = {delta:.3g}): {[c for c in columns if c in todo]}")
-    return Discretizer({**{k: v for k, v in partial.items() if k != "columns"}, "note": note, "columns": columns})
+    done = Discretizer({**{k: v for k, v in partial.items() if k != "columns"}, "note": note, "columns": columns})
+    return done.with_exclusions()  # every "drop" rule, stated in the spec ("excluded")
 
 
 _PLACEHOLDER = "\x00placeholder"
@@ -174,7 +181,7 @@ def check_rules(df: pd.DataFrame, partial: dict, todo: list, show: bool = False)
                 raise SpecError(f"column {name!r}: \"unseen\": \"error\" needs declared categories (inferred "
                                 "categories leave rare values out by design); use \"other\" or \"drop\"")
             col = {k: v for k, v in col.items() if k not in ("lo", "hi", "bins", "edges", "aliases")}
-            col.setdefault("missing", "level")  # inferred: level or drop, never an error unless declared
+            col.setdefault("missing", "level")  # inferred: a level, never an error unless declared
             if col.setdefault("type", "categorical") == "categorical":
                 col.update(categories=[_PLACEHOLDER], unseen="other")
             else:
@@ -250,15 +257,15 @@ def keyed_noise(source: RandomSource, variance: Fraction, labels: list[bytes]) -
 
 def _thresholded_histogram(name: str, keys: list[str], counts: np.ndarray, rho: float,
                            ctx: _Context) -> tuple[np.ndarray, float, int]:
-    """(noisy counts, sigma, tau): discrete Gaussian noise on every key's count and, last, the
-    missing count (`keyed_noise`), charged with its delta."""
+    """(noisy counts, sigma, tau): discrete Gaussian noise on every key's count (`keyed_noise`),
+    charged with its delta."""
     variance = noise_variance(_sigma(rho))
     tau = category_threshold(variance, ctx.delta)
     sigma = float(variance) ** 0.5
     ctx.accountant.charge(float(GaussianMap(COUNT_SENSITIVITY).rho_exact(variance)), f"spec {name}: categories",
                           THRESHOLD_MECHANISM, sigma=sigma, sensitivity=COUNT_SENSITIVITY, threshold=tau,
                           delta=ctx.delta)
-    labels = [b"k" + k.encode("utf-8", "surrogatepass") for k in keys] + [b"m"]
+    labels = [b"k" + k.encode("utf-8", "surrogatepass") for k in keys]
     return counts + keyed_noise(ctx.source, variance, labels), sigma, tau
 
 
@@ -269,32 +276,19 @@ def _category_values(keys: list[str]) -> list:
     return sorted(keys)
 
 
-def _other_level(name: str, outside: np.ndarray, rho: float, ctx: _Context) -> str:
-    """'other' when the noisy count of rows outside the (now public) categories reaches OTHER_Z
-    sigma, else 'drop' (their rows are left out)."""
-    m = measure_counts(np.array([outside.sum()]), (name,), _sigma(rho), ctx.source, ctx.accountant,
-                       label=f"spec {name}: outside the categories")
-    return "other" if m.noisy_counts[0] >= OTHER_Z * m.sigma else "drop"
-
-
 def _categorical(name: str, keys: np.ndarray, missing: np.ndarray, col: dict, rho: float, ctx: _Context) -> dict | None:
     observed = pd.Series(keys[~missing], dtype=object).value_counts(sort=False).sort_index()
-    counts = np.append(observed.to_numpy(np.int64), np.int64(missing.sum()))  # the last cell: missing (a public key)
-    decide_other = "unseen" not in col
-    noisy, sigma, tau = _thresholded_histogram(name, list(observed.index), counts,
-                                               rho * (1 - OTHER_SHARE * decide_other), ctx)
+    noisy, sigma, tau = _thresholded_histogram(name, list(observed.index), observed.to_numpy(np.int64), rho, ctx)
     reserved = ("", OTHER_LABEL)  # never categories: blank text and the other level's own label go to <other>
-    kept = (noisy[:-1] >= tau) & ~np.isin(observed.index.to_numpy(dtype=object), reserved)
+    kept = (noisy >= tau) & ~np.isin(observed.index.to_numpy(dtype=object), reserved)
     if not kept.any():
         return None
     released = [str(k) for k in observed.index[kept]]
     out = {**col, "type": "categorical", "categories": _category_values(released)}
-    if decide_other:
-        inside = pd.Series(keys, dtype=object).isin(released).to_numpy()  # hash lookup: keys hold None
-        out["unseen"] = _other_level(name, ~missing & ~inside, rho * OTHER_SHARE, ctx)
-    out.setdefault("missing", "level" if noisy[-1] >= KNOWN_Z * sigma else "drop")
+    out.setdefault("unseen", "other")  # data-independent: no measurement, no budget (a schema may close the column)
+    out.setdefault("missing", "level")  # always (see the module docstring): no row dropped for a missing value
     out.setdefault("note", f"categories from a thresholded DP histogram (noise sigma {sigma:.4g}, threshold {tau}); "
-                           "rarer values map to <other>")
+                           "rarer values " + ("map to <other>" if out["unseen"] == "other" else "are left out"))
     return out
 
 
@@ -308,6 +302,6 @@ def _numeric(name: str, values: np.ndarray, missing: np.ndarray, col: dict, rho:
     out = {k: v for k, v in col.items() if k not in ("bins", "lo", "hi")}
     out.update(type="numeric", edges=edges, integer=integer)
     out.setdefault("non_numeric", "missing")
-    out.setdefault("missing", "level" if m.noisy_counts[0] >= KNOWN_Z * m.sigma else "drop")
+    out.setdefault("missing", "level")  # always (see the module docstring)
     out.setdefault("note", f"bounds and bin edges from a DP histogram on a public log grid (noise sigma {m.sigma:.4g})")
     return out

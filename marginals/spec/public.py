@@ -12,7 +12,9 @@ A *schema* is one of:
 
 `draft_spec` turns it into a *partial spec*: the `marginals.Discretizer` format, where a column
 may lack its type, its categories or its bounds. A numeric column with public bounds and no bin
-count gets ``bins`` equal bins. `spec_gaps` says what each column still lacks: the user fills it
+count gets ``bins`` equal bins. By default missing values get their own level and values outside
+declared categories go to ``<other>`` (top-level ``"missing": "level"``, ``"unseen": "other"``):
+no row is left out unless the schema says ``"drop"``. `spec_gaps` says what each column still lacks: the user fills it
 in by hand, or `marginals.spec.infer.infer_spec` infers it under differential privacy.
 """
 
@@ -165,7 +167,7 @@ def draft_spec(schema: Any, bins: int = DEFAULT_BINS) -> dict:
         "version": 1,
         "note": parsed.get("note", "drafted from a public schema; fill in what spec_gaps lists, or infer it under DP"),
         "unseen": parsed.get("unseen", "other"),
-        "missing": parsed.get("missing", "drop"),
+        "missing": parsed.get("missing", "level"),  # by default no row is left out for a missing value
         "missing_markers": list(parsed.get("missing_markers", DEFAULT_MISSING_MARKERS)),
         "columns": {},
     }

@@ -10,12 +10,15 @@ Every estimator is a scikit-learn estimator (`base`): ``fit(release)``, ``fit(ta
 from . import baselines as _baselines
 from .baselines import (
     AdaSSP,
+    ModelSelectionBudgetWarning,
+    MonotoneWeightsWarning,
     ObjPert,
     PMTLinearRegression,
     PMTLogisticRegression,
-    PTRFailedError,
+    PTRFailedWarning,
     PublicLinearRegression,
     PublicLogisticRegression,
+    PublicMomentWarning,
     TukeyEM,
 )
 from .chebyshev import chebyshev_coefficients, log_sigmoid, monomial_coefficients, numerical_recipes_coefficients

@@ -13,7 +13,11 @@ encoded scale); logistic models predict classes (codes, or labels with a spec) a
 
 `DPEstimator` adds what the private baselines share: budget checks through `marginals.privacy`,
 published noise from `marginals.randomness.noise_source` (secure unless an insecure seed is given
-explicitly; then ``private_`` is False) and the ``privacy_`` record.
+explicitly; then ``private_`` is False) and the ``privacy_`` record. Every fit of a DP estimator is its
+own release of the rows it sees: fitted by scikit-learn's model selection (``cross_val_score``,
+``GridSearchCV``, ...: clones, each fitted on overlapping rows) it warns `ModelSelectionBudgetWarning`
+that the fits compose. (An ``Accountant`` hyperparameter cannot be shared across those fits: ``clone``
+deep-copies it.)
 
 A fitted estimator is what an analyst publishes (pickled, or its attributes printed), so it holds
 only released quantities: its ``__init__`` hyperparameters and the attributes named in the
@@ -24,6 +28,8 @@ a clipped-row count) are never stored, and no message quotes them.
 
 from __future__ import annotations
 
+import sys
+import warnings
 from typing import Any
 
 import numpy as np
@@ -238,6 +244,20 @@ class LogisticClassifier(EncodedLinearModel, ClassifierMixin, BaseEstimator):
     _released_attributes = {"classes_": "the two classes: the public domain's codes or the spec's labels"}
 
 
+class ModelSelectionBudgetWarning(UserWarning):
+    """A DP estimator is fitted by scikit-learn's model selection: every fit spends its own budget."""
+
+
+def model_selection_caller() -> str | None:
+    """The scikit-learn model-selection function this call runs under (e.g. ``_fit_and_score``), or None."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_globals.get("__name__", "").startswith("sklearn.model_selection"):
+            return frame.f_code.co_name
+        frame = frame.f_back
+    return None
+
+
 class DPEstimator:
     """What the private baselines share (a mixin before `LinearRegressor` / `LogisticClassifier`).
 
@@ -253,6 +273,14 @@ class DPEstimator:
 
     def _check_params(self) -> None:
         check_epsilon_delta(self.epsilon, self.delta)  # the one budget validator of marginals.privacy
+        if model_selection_caller() is not None:
+            warnings.warn(
+                f"{type(self).__name__} is fitted by scikit-learn model selection (cross_val_score, GridSearchCV, ...): "
+                f"every fit is its own (epsilon={self.epsilon:g}, delta={self.delta:g}) release of the rows it sees, and "
+                "the fits compose (a 5-fold cross_val_score spends about 5 times that on every row; a grid of g "
+                "candidates, g times more). Tune on public or synthetic rows, or divide the budget over the fits",
+                ModelSelectionBudgetWarning, stacklevel=4,
+            )  # fmt: skip
         if self._guarantee and self.accountant is not None:
             raise ValueError(
                 f"{type(self).__name__}'s guarantee is {self._guarantee}, not zCDP, and no valid conversion to a zCDP "

@@ -170,7 +170,8 @@ def resolve_fit(X: Any, y: Any, target: str | None, domain: DomainLike, logistic
     """The marginal source, columns, target and spec of a fit (see the module docstring)."""
     if y is None:
         if target is None:
-            raise ValueError("target= is required to fit on a table or a release (or call fit(X, y))")
+            raise ValueError("target= is required to fit on a table or a release: construct the estimator with "
+                             "target='<column>' (and, for a DataFrame of codes, domain=<its public Domain>), or call fit(X, y)")
         if isinstance(X, pd.DataFrame):
             source, disc = coded_table(X, domain, target, 2 if logistic else None)
         else:

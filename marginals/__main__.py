@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from .datasets import demo_dataset, load_adult
+from .datasets import adult_codebook, demo_dataset, load_adult
 from .mechanisms import measure_counts
 from .privacy import Accountant
 from .randomness import noise_source
@@ -35,10 +35,12 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"data set {name}: {len(data):,} rows x {len(domain)} attributes, {domain.size():.3g} cells in the full domain")
     print(f"computed {len(cliques)} marginals (1-way and 2-way) in {1000 * elapsed:.1f} ms")
-    print(f"{'attribute':<18}{'levels':>7}{'mode':>6}{'share':>8}")
+    book = adult_codebook() if name == "adult" else None  # what the codes mean (the demo table has no labels)
+    print(f"{'attribute':<18}{'levels':>7}{'mode':>6}{'share':>8}" + ("  label" if book else ""))
     for (attr,), table in zip(cliques[: len(domain)], tables):
         mode = int(np.argmax(table))
-        print(f"{attr:<18}{domain[attr]:>7}{mode:>6}{table[mode] / len(data):>8.3f}")
+        label = f"  {book.labels(attr)[mode]}" if book else ""
+        print(f"{attr:<18}{domain[attr]:>7}{mode:>6}{table[mode] / len(data):>8.3f}{label}")
 
     accountant = Accountant.from_epsilon(args.epsilon, args.delta)
     sigma = np.sqrt(len(cliques) / (2 * accountant.rho))  # equal split: each costs rho / k

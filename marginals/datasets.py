@@ -2,8 +2,10 @@
 
 `load_adult` returns the discretized UCI Adult table (Becker and Kohavi, UCI Machine Learning
 Repository, 1996, https://doi.org/10.24432/C5XW20, CC BY 4.0): 47,842 training and 1,000 test rows
-of integer codes over a public 15-column domain. The files (gzip CSV + ``domain.json``, about
-285 KB, cited in ``marginals/data_files/adult/README.md``) are read through `importlib.resources`,
+of integer codes over a public 15-column domain. `adult_codebook` gives what the codes mean (the
+category lists of the UCI documentation ``adult.names`` and the numeric bins, as a `Discretizer`
+spec; ``load_adult(labels=True)`` decodes through it). The files (gzip CSV, ``domain.json`` and
+``codebook.json``, about 290 KB, cited in ``marginals/data_files/adult/README.md``) are read through `importlib.resources`,
 so the loaders work the same from a source checkout, an editable install and an installed wheel.
 `demo_dataset` generates a small deterministic table with real dependencies. The team's larger
 data sets (``../shared/data``, `benchmarks.data`) are for development and benchmarks.
@@ -19,6 +21,7 @@ import pandas as pd
 
 from .dataset import Dataset
 from .domain import Domain
+from .spec.discretize import Discretizer
 
 #: the splits `load_adult` accepts ("all" is train followed by test).
 SPLITS = ("train", "test", "all")
@@ -37,6 +40,13 @@ def adult_domain() -> Domain:
         return Domain.load(path)
 
 
+def adult_codebook() -> Discretizer:
+    """What the Adult codes mean: a `Discretizer` over `adult_domain` whose labels are the categories of the
+    UCI documentation (``adult.names``; "?", unknown, is the missing level) and the numeric bins [a, b)."""
+    with resources.as_file(_adult_file("codebook.json")) as path:
+        return Discretizer.load(path)
+
+
 def _read_split(split: str, domain: Domain) -> pd.DataFrame:
     with _adult_file(f"{split}.csv.gz").open("rb") as fh:
         df = pd.read_csv(fh, compression="gzip")
@@ -44,7 +54,8 @@ def _read_split(split: str, domain: Domain) -> pd.DataFrame:
 
 
 def load_adult(
-    split: str = "train", *, as_frame: bool = False, return_X_y: bool = False, target: str | None = None
+    split: str = "train", *, as_frame: bool = False, return_X_y: bool = False, target: str | None = None,
+    labels: bool = False,
 ) -> Any:
     """The discretized UCI Adult table shipped with the package, as a validated `Dataset` (codes + `Domain`).
 
@@ -57,6 +68,9 @@ def load_adult(
     return_X_y : return ``(X, y)``: the other 14 columns and the ``target`` column.
     target : the column ``y`` holds (only with ``return_X_y``); default ``"income>50K"`` (2 levels),
         ``"education-num"`` (16 levels) is the usual regression target.
+    labels : return readable values instead of codes (DataFrames, as ``as_frame=True``): the categories of
+        ``adult.names`` ("?", unknown, as NaN), ``education-num`` as 1..16 and the other numeric columns as
+        their bins, e.g. ``"[17, 19)"`` (`adult_codebook`).
 
     Source: Barry Becker and Ronny Kohavi, *Adult*, UCI Machine Learning Repository (1996),
     https://doi.org/10.24432/C5XW20 (CC BY 4.0); first used in R. Kohavi, "Scaling Up the Accuracy of
@@ -73,6 +87,9 @@ def load_adult(
         raise ValueError(f"target {target!r} is not a column of adult; columns are {list(domain.attrs)}")
     parts = [_read_split(s, domain) for s in (("train", "test") if split == "all" else (split,))]
     data = Dataset(pd.concat(parts, ignore_index=True), domain)  # validates every code against the domain
+    if labels:
+        df = adult_codebook().inverse_transform(data)
+        return (df.drop(columns=[target]), df[target]) if return_X_y else df
     if not return_X_y:
         return data.to_df() if as_frame else data
     df = data.to_df()
@@ -82,6 +99,8 @@ def load_adult(
 
 #: the shipped data sets by name (``dp-marginals synth --dataset NAME`` runs on the train split).
 DATASETS = {"adult": load_adult}
+#: their codebooks (a `Discretizer` whose labels say what the codes mean): synth writes labelled rows through them.
+CODEBOOKS = {"adult": adult_codebook}
 
 
 def demo_domain() -> Domain:

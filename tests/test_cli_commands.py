@@ -18,7 +18,7 @@ from ddssp import DDSSPLinearRegression
 from ddssp.cli import main
 from marginals import Dataset, Domain, cdp_rho
 from marginals.datasets import demo_dataset
-from marginals.datasets import adult_domain
+from marginals.datasets import adult_codebook, adult_domain
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -104,7 +104,7 @@ def test_synth_runs_on_the_shipped_adult_without_the_shared_data(tmp_path):
     assert "adult: 15 attributes" in proc.stderr and "private (do not publish): adult: 47,842 rows" in proc.stderr
     release = Release.load(tmp_path / "results" / "adult-eps0.1-release.npz")  # the default output paths
     assert release.domain == adult_domain()
-    Dataset(pd.read_csv(tmp_path / "results" / "adult-eps0.1-synthetic.csv"), adult_domain())
+    adult_codebook().transform(pd.read_csv(tmp_path / "results" / "adult-eps0.1-synthetic.csv"))  # labelled rows
 
 
 @pytest.mark.slow
@@ -113,7 +113,7 @@ def test_synth_then_fit_on_the_shipped_adult(tmp_path, capsys):
                  "--release", str(tmp_path / "r.npz")]) == 0
     domain = adult_domain()
     assert Release.load(tmp_path / "r.npz").domain == domain
-    Dataset(pd.read_csv(tmp_path / "s.csv"), domain)
+    adult_codebook().transform(pd.read_csv(tmp_path / "s.csv"))  # labelled rows, through the shipped codebook
     argv = ["fit", "--release", str(tmp_path / "r.npz"), "--target", "education-num", "--exclude", "education",
             "--preset", "adult", "--json", str(tmp_path / "f.json"), "--quiet"]
     assert main(argv) == 0

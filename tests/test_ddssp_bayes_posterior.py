@@ -62,6 +62,21 @@ def test_logistic_posterior_has_the_right_signs(numpyro):
 
 
 @pytest.mark.slow
+def test_one_chain_fits_and_predicts(numpyro):
+    # issue 24 leftover: num_chains=1 crashed (the chains' starting points kept their chain axis)
+    from ddssp.bayes.posterior import NoiseAwareGLM
+
+    X, y = _synthetic(2, n=2000)
+    stats = gaussian_ssp(X, y, "logistic", 10.0, 1e-5, insecure_seed=InsecureRandom(2, warn=False))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        post = NoiseAwareGLM(num_samples=200, num_chains=1, random_state=2).fit(stats)
+    assert post.coef_samples_.shape == (200, 3) and post.converged_ and np.all(np.isnan(post.rhat_))
+    assert np.all(np.sign(post.coef_[:2]) == np.sign(THETA[:2])), post.coef_  # the two large coefficients
+    assert post.predict_proba(X[:5]).shape == (5, 2) and 0.5 < post.score(X, np.where(y > 0, 1, 0)) <= 1
+
+
+@pytest.mark.slow
 def test_noise_widens_the_posterior_and_ldp_sum_fits(numpyro):
     from ddssp.bayes.posterior import NoiseAwareGLM
 

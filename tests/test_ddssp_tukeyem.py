@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.stats import chisquare
 
-from ddssp import PTRFailedError, PublicLinearRegression, TukeyEM, mean_squared_error
+from ddssp import PTRFailedWarning, PublicLinearRegression, TukeyEM, mean_squared_error
 from ddssp.baselines.tukey import (
     approximate_depth,
     depth_log_weights,
@@ -242,16 +242,17 @@ def test_estimator_fit_predict_and_privacy_record():
     assert model.get_params()["n_models"] == 1000
 
 
-def test_estimator_without_a_model_when_ptr_fails():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
+def test_estimator_falls_back_to_the_zero_model_when_ptr_fails():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         model = TukeyEM(0.5, 1e-5, "hours", CAT, n_models=40, insecure_seed=2).fit(DEMO)
-    assert not model.ptr_passed_ and model.coef_ is None
+    failed = [w for w in caught if issubclass(w.category, PTRFailedWarning)]
+    assert len(failed) == 1 and "PTR check failed" in str(failed[0].message)
+    assert "distance bound" not in str(failed[0].message)  # only the noisy distance and the public threshold
+    assert f"{model.noisy_distance_:.3g}" in str(failed[0].message)
+    assert not model.ptr_passed_ and np.all(model.coef_ == 0) and model.intercept_ == 0
     assert model.encoded_feature_names_.size == model.encoding_.n_features
-    with pytest.raises(PTRFailedError, match="PTR check failed") as failed:
-        model.predict(DEMO.to_df())
-    assert "distance bound" not in str(failed.value)  # only the noisy distance and the public threshold
-    assert f"{model.noisy_distance_:.3g}" in str(failed.value)
+    assert np.all(model.predict_encoded(DEMO.to_df()) == 0)  # the zero model on the encoded scale
     with pytest.raises(ValueError, match="accountant=None"):
         TukeyEM(1.0, 1e-5, "hours", CAT, accountant=object()).fit(DEMO)
     with pytest.raises(ValueError, match="too few rows"):

@@ -37,6 +37,7 @@ def test_cli_on_the_shipped_adult_table_without_the_development_data(tmp_path):
     out = proc.stdout
     assert f"data set adult: {len(load_adult()):,} rows x 15 attributes" in out
     assert "computed 120 marginals" in out
+    assert re.search(r"workclass +9 +0 +0\.[0-9]+  Private", out)  # the mode's label from the codebook
     assert "privacy ledger: 120 charge(s)" in out
     m = re.search(r"budget eps = ([0-9.]+)", out)
     assert m and abs(float(m.group(1)) - 1.0) < 1e-5

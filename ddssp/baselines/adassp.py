@@ -53,7 +53,9 @@ class AdaSSP(DPEstimator, LinearRegressor):
     Args:
         epsilon, delta: the (epsilon, delta)-DP guarantee of one fit (spent as zCDP rho).
         target, categorical, encoding, domain: as for `DDSSPLinearRegression`; the domain must be
-            public: the sensitivities come from the encoding's norm bounds.
+            public: the sensitivities come from the encoding's norm bounds. ``fit(dataset)`` (a
+            `marginals.Dataset`) needs ``target=``; ``fit(df)`` on a DataFrame of codes needs ``target=``
+            and ``domain=``; ``fit(X, y)`` needs ``domain=`` (the levels are never read off the rows).
         failure_prob: Wang's rho, the failure probability in the ridge choice (paper: 0.05).
         budget_split: fractions of rho for (lambda_min, X^T X, X^T y); default equal thirds as
             in Wang's Alg. 2 (the DD-SSP code used 1/3, 0.633, 0.033).

@@ -44,6 +44,18 @@ from ..solvers import sigmoid, solve_linear_system
 
 #: smallest eigenvalue of a noisy Newton Hessian, relative to its largest (a condition cap of 1e3).
 HESSIAN_FLOOR = 1e-3
+#: the public moment is far from the private rows when the released whitened Gram (the identity when they
+#: agree) has, beyond its noise, an eigenvalue above MOMENT_FAR (`moment_mismatch`).
+MOMENT_FAR = 10.0
+
+
+def moment_mismatch(released_gram: np.ndarray, sigma: float) -> float:
+    """The largest eigenvalue of a released whitened Gram A^T A / n less 2.5 sigma sqrt(d) (the spectral norm of
+    its symmetric noise is about 2 sigma sqrt(d)), at least 1: post-processing of the release, so free. It is
+    about 1 when the public moment matches the private rows; k when some direction of the rows has k times the
+    public moment's second moment (small directions say nothing: a collinear encoding has them anyway)."""
+    top = float(np.linalg.eigvalsh(0.5 * (released_gram + released_gram.T))[-1])
+    return max(top - 2.5 * sigma * math.sqrt(released_gram.shape[0]), 1.0)
 
 
 def inverse_sqrt_psd(moment: np.ndarray) -> np.ndarray:
@@ -117,13 +129,14 @@ class PMTFit:
     radius: float  # feature clipping radius
     y_radius: float | None  # response clipping radius (ridge only)
     mu_release: float  # mu of each Gaussian release
+    moment_mismatch: float | None = None  # `moment_mismatch` of the released whitened Gram (PMT only)
 
 
-def _ridge_solution(gram, cross, penalty, sens, sigmas, rng) -> tuple[np.ndarray, tuple[float, float]]:
-    """(the noisy ridge solution, noise stds used); ``sens`` and ``sigmas``: (Gram, cross moment)."""
+def _ridge_solution(gram, cross, penalty, sens, sigmas, rng) -> tuple[np.ndarray, tuple[float, float], np.ndarray]:
+    """(the noisy ridge solution, noise stds used, the released Gram); ``sens`` and ``sigmas``: (Gram, cross moment)."""
     noisy_gram, used_gram = noisy_symmetric(gram, sens[0], sigmas[0], rng)
     noisy_cross, used_cross = noisy_vector(cross, sens[1], sigmas[1], rng)
-    return solve_linear_system(noisy_gram + penalty, noisy_cross), (used_gram, used_cross)
+    return solve_linear_system(noisy_gram + penalty, noisy_cross), (used_gram, used_cross), noisy_gram
 
 
 def pmt_ridge(
@@ -144,9 +157,9 @@ def pmt_ridge(
     y_t, _ = clip_rows(np.asarray(y, dtype=np.float64) / y_scale, y_radius)
     sens = (2.0 * radius**2 / n, 2.0 * radius * y_radius / n)
     penalty = ridge * (root @ root)  # lambda Sigma_B^{-1}: the ridge penalty in transformed coordinates
-    beta, sigmas = _ridge_solution(transformed.T @ transformed / n, transformed.T @ y_t / n, penalty, sens,
-                                   (sens[0] / mu_release, sens[1] / mu_release), rng)  # fmt: skip
-    return PMTFit(y_scale * root @ beta, sigmas, radius, y_radius, mu_release)
+    beta, sigmas, gram = _ridge_solution(transformed.T @ transformed / n, transformed.T @ y_t / n, penalty, sens,
+                                         (sens[0] / mu_release, sens[1] / mu_release), rng)  # fmt: skip
+    return PMTFit(y_scale * root @ beta, sigmas, radius, y_radius, mu_release, moment_mismatch(gram, sigmas[0]))
 
 
 def private_only_radii(moment_trace: float, y_moment: float, n: int, d: int, eta: float) -> tuple[float, float]:
@@ -167,8 +180,8 @@ def dp_ridge(
     clipped_A, _ = clip_rows(A, radius)
     clipped_y, _ = clip_rows(np.asarray(y, dtype=np.float64), y_radius)
     sens = (2.0 * radius**2 / n, 2.0 * radius * y_radius / n)
-    beta, sigmas = _ridge_solution(clipped_A.T @ clipped_A / n, clipped_A.T @ clipped_y / n, ridge * np.eye(d), sens,
-                                   (sens[0] / mu_release, sens[1] / mu_release), rng)  # fmt: skip
+    beta, sigmas, _ = _ridge_solution(clipped_A.T @ clipped_A / n, clipped_A.T @ clipped_y / n, ridge * np.eye(d),
+                                      sens, (sens[0] / mu_release, sens[1] / mu_release), rng)  # fmt: skip
     return PMTFit(beta, sigmas, radius, y_radius, mu_release)
 
 
@@ -183,10 +196,12 @@ def _floored_solve(hessian: np.ndarray, grad: np.ndarray) -> np.ndarray:
 
 
 def noisy_newton(
-    A: np.ndarray, y01: np.ndarray, penalty: np.ndarray, radius: float, mu: float, steps: int, rng: RandomSource
+    A: np.ndarray, y01: np.ndarray, penalty: np.ndarray, radius: float, mu: float, steps: int, rng: RandomSource,
+    hessians: list | None = None,
 ) -> tuple[np.ndarray, tuple[float, float], list[np.ndarray]]:
     """Exactly ``steps`` noisy Newton steps from 0 on the mean logistic loss + (1/2) b^T penalty b
-    for rows of norm <= radius and labels in {0, 1}: (final iterate, noise stds, all iterates)."""
+    for rows of norm <= radius and labels in {0, 1}: (final iterate, noise stds, all iterates); the
+    released Hessians are appended to ``hessians`` when given."""
     n, d = A.shape
     steps = int(steps)
     if steps < 1:
@@ -201,6 +216,8 @@ def noisy_newton(
         grad = -A.T @ (y01 - prob) / n + penalty @ beta
         scaled = A * np.sqrt(prob * (1.0 - prob) / n)[:, None]
         hessian, used_hessian = noisy_symmetric(scaled.T @ scaled, sens_hessian, sigma_hessian, rng)
+        if hessians is not None:
+            hessians.append(hessian)
         noisy_grad, used_grad = noisy_vector(grad, sens_grad, sigma_grad, rng)
         beta = beta - _floored_solve(hessian + penalty, noisy_grad)
         iterates.append(beta.copy())
@@ -214,9 +231,12 @@ def pmt_logistic(
     """Algorithm 3 (DP-PMTLR): mu-GDP logistic regression (labels 0/1, penalty (ridge/2)||b||^2)
     by T noisy Newton steps on the transformed rows; coefficients mapped back by Sigma_B^{-1/2}."""
     transformed, radius, _, root = pmt_transform(A, moment, eta)
+    hessians: list[np.ndarray] = []
     beta, sigmas, _ = noisy_newton(transformed, np.asarray(y01, dtype=np.float64), ridge * (root @ root), radius, mu,
-                                   steps, rng)  # fmt: skip
-    return PMTFit(root @ beta, sigmas, radius, None, mu / math.sqrt(2.0 * steps))
+                                   steps, rng, hessians)  # fmt: skip
+    # the first step is at 0, where the Hessian is A^T A / (4 n): its release, times 4, is the whitened Gram
+    return PMTFit(root @ beta, sigmas, radius, None, mu / math.sqrt(2.0 * steps),
+                  moment_mismatch(4.0 * hessians[0], 4.0 * sigmas[0]))  # fmt: skip
 
 
 def dp_logistic(

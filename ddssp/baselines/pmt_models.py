@@ -12,6 +12,14 @@ The public second moment Sigma_B = E[x x^T] of the encoded features (and, for ri
 - ``"uniform"``: the moment of independent uniform attributes, from the public domain alone;
 - an array: the (p+1) x (p+1) second moment of Z = [X, y] (or p x p for logistic).
 
+Whether the public moment fits the private rows is read off the fit's own release (post-processing,
+no extra budget): with a matching Sigma_B the whitened Gram A^T A / n (ridge: released; logistic: 4 x
+the first Newton Hessian, released at 0) is near the identity. When its top eigenvalue, less its
+noise, exceeds `pmt.MOMENT_FAR` (10: some direction of the rows has over 10 times the public second
+moment, so rows are scaled up, clipped and swamped), the fit warns `PublicMomentWarning` and records
+the value in ``moment_mismatch_``. ``"uniform"`` on adult at epsilon = 1 does (its common levels are
+far more common than uniform); at small epsilon the noise can hide the mismatch (no warning then).
+
 ``moment_ridge`` is added to the diagonal of Sigma_B: one-hot levels absent from the public
 source would otherwise make it singular (a small, documented departure from exact invariance).
 
@@ -29,6 +37,7 @@ sensitivities (see `ddssp.baselines.pmt`: the paper's mu-GDP conversion holds fo
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, Sequence
 
 import numpy as np
@@ -43,7 +52,11 @@ from ..encoding import Encoding, EncodingOptions
 from ..inputs import DomainLike
 from ..statistics import sufficient_statistics
 from .common import encoded_rows
-from .pmt import dp_logistic, dp_ridge, pmt_logistic, pmt_ridge, private_only_radii
+from .pmt import MOMENT_FAR, dp_logistic, dp_ridge, pmt_logistic, pmt_ridge, private_only_radii
+
+
+class PublicMomentWarning(UserWarning):
+    """The public second moment is far from the private rows' (as the fit's own noisy release shows)."""
 
 
 class _UniformSource:
@@ -104,6 +117,7 @@ class _PMTModel(DPEstimator):
         "y_radius_": "the response clipping radius (ridge; None for logistic): from n (public) and eta",
         "mu_release_": "mu of each Gaussian release: from the budget",
         "public_moment_source_": "a description of the public moment's source (public rows' n is public)",
+        "moment_mismatch_": "the released whitened Gram's top eigenvalue less its noise: post-processing",
     }
 
     def __init__(
@@ -160,7 +174,18 @@ class _PMTModel(DPEstimator):
         self.radius_ = result.radius
         self.y_radius_ = result.y_radius
         self.mu_release_ = result.mu_release
+        self.moment_mismatch_ = result.moment_mismatch
         self._set_solution(result.coef, encoding)
+        if result.moment_mismatch is not None and result.moment_mismatch > MOMENT_FAR:
+            hint = (" ('uniform' assumes independent uniform attributes, far from most real tables)"
+                    if isinstance(self.public_moment, str) else "")  # fmt: skip
+            warnings.warn(
+                f"{type(self).__name__}: the public moment ({self.public_moment_source_}) is far from the private rows"
+                f"{hint}: this fit's own release, the whitened Gram (about the identity when they agree), has a top "
+                f"eigenvalue of {result.moment_mismatch:.3g} beyond its noise (over {MOMENT_FAR:g}); clipping and noise "
+                "then dominate and the fit is poor. Use public rows or a DP release (public_moment=release) instead",
+                PublicMomentWarning, stacklevel=4,
+            )  # fmt: skip
 
 
 class PMTLinearRegression(_PMTModel, LinearRegressor):
@@ -180,8 +205,9 @@ class PMTLinearRegression(_PMTModel, LinearRegressor):
         insecure_seed: None (secure noise) or, for tests only, an int seed / `InsecureRandom`.
 
     Learned: ``coef_``, ``intercept_``, ``sigmas_`` (noise std of Gram and cross moment),
-    ``radius_``, ``y_radius_``, ``mu_release_``, ``public_moment_source_``, ``private_``, ``privacy_``
-    (never the exact number of clipped rows: a private count).
+    ``radius_``, ``y_radius_``, ``mu_release_``, ``public_moment_source_``, ``moment_mismatch_`` (None for
+    DP-RR), ``private_``, ``privacy_`` (never the exact number of clipped rows: a private count). Warns
+    `PublicMomentWarning` when the public moment is far from the rows (module docstring).
     """
 
     def _mechanism(self) -> str:

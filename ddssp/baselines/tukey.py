@@ -74,7 +74,8 @@ def partition_models(X: np.ndarray, y: np.ndarray, n_models: int, rng: RandomSou
     if n // m < d:  # the message names the rule, never n (a private count)
         raise ValueError(
             f"too few rows: each of the {m} subsets needs at least one sample per feature (n_features = {d}, so "
-            f"n_samples >= {m * d}); use fewer models (or more rows)"
+            f"n_samples >= {m * d}); choose n_models <= n_samples / {d} (even, >= 4), or encode fewer features "
+            "(drop columns, fewer levels)"
         )
     order = rng.permutation(n)
     q, r = divmod(n, m)

@@ -3,10 +3,15 @@ approximate-Tukey-median of OLS models fitted on disjoint subsets of the private
 
 The algorithm (partition, depth volumes, PTR, restricted exponential mechanism, exact-depth
 sampling) lives in `ddssp.baselines.tukey`; this module wraps it as an estimator on encoded
-tables. TukeyEM needs no norm bounds, only the number of models m. It can fail: when the
-propose-test-release check does not pass, ``fit`` still returns self but holds no model
-(``ptr_passed_ = False``, ``coef_ = None``) and prediction raises `PTRFailedError`; the caller
-chooses a fallback.
+tables. TukeyEM needs no norm bounds, only the number of models m: each of the m subsets needs at
+least one row per encoded feature (n >= m p), and m is never derived from the private n (the
+privacy proof holds m fixed); a fit with too few rows is refused with the rule to choose m by.
+
+It can fail: when the propose-test-release check does not pass, the fit warns `PTRFailedWarning`
+and holds the documented fallback, the zero model on the encoded scale (``coef_`` zeros,
+``intercept_`` 0: every prediction is the centre of the target's public code range; data-independent,
+so it costs nothing), with ``ptr_passed_ = False``; ``predict`` / ``score`` (and so
+``cross_val_score``) work, and the caller may substitute a better fallback.
 
 Accounting: (epsilon, delta)-DP under add/remove-one-row neighbours (eps/2 for the PTR check,
 eps/2 for the restricted exponential mechanism with Algorithm 3's weights, delta for the PTR
@@ -22,6 +27,7 @@ PTR distance, the depth volumes or the sampled depth, and its messages never quo
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Sequence
 
 import numpy as np
@@ -34,11 +40,11 @@ from ..inputs import DomainLike
 from .common import encoded_rows
 from .tukey import MonotoneWeightsWarning, tukey_em
 
-__all__ = ["MonotoneWeightsWarning", "PTRFailedError", "TukeyEM"]
+__all__ = ["MonotoneWeightsWarning", "PTRFailedWarning", "TukeyEM"]
 
 
-class PTRFailedError(RuntimeError):
-    """TukeyEM's propose-test-release check failed, so the fit released no model."""
+class PTRFailedWarning(UserWarning):
+    """TukeyEM's propose-test-release check failed: the fit released no model and predicts with the zero model."""
 
 
 class TukeyEM(DPEstimator, LinearRegressor):
@@ -47,9 +53,10 @@ class TukeyEM(DPEstimator, LinearRegressor):
     Args:
         epsilon, delta: the (epsilon, delta)-DP guarantee of one fit (add/remove one row).
         target, categorical, encoding, domain: as for `AdaSSP` (linear targets only).
-        n_models: m, the number of disjoint subsets (even; each needs >= one row per feature).
+        n_models: m, the number of disjoint subsets (even, >= 4). Rule: m <= n / p (n rows, p encoded
+            features incl. the intercept: each subset needs one row per feature), else the fit is refused.
             The paper: m = 1000 is typically near-optimal; PTR needs m roughly proportional to
-            1/epsilon and growing with the number of features.
+            1/epsilon and growing with p (so few features, or many rows: one-hot adult has p = 250).
         monotone: False (default) samples depths with Algorithm 3's P[i] ~ W_i exp(eps/2 * i / 2).
             True uses section 3.3.1's exp(eps/2 * i), which is NOT private under row-level neighbours
             (adding a row swaps a model; the loss reaches eps): it warns and sets ``private_ = False``.
@@ -58,7 +65,7 @@ class TukeyEM(DPEstimator, LinearRegressor):
         insecure_seed: None (default: noise from the OS's secure source), or for tests only an int
             seed / `marginals.InsecureRandom`, which warns and sets ``private_ = False``.
 
-    Learned (only released quantities): ``ptr_passed_``, ``coef_``/``intercept_`` (None if PTR failed),
+    Learned (only released quantities): ``ptr_passed_``, ``coef_``/``intercept_`` (the zero model if PTR failed),
     ``noisy_distance_`` (the Laplace release of the PTR check), ``threshold_``, ``n_models_``,
     ``private_``, ``privacy_`` ({"epsilon", "delta", "mechanism", "neighbours", "private"}).
     """
@@ -97,8 +104,8 @@ class TukeyEM(DPEstimator, LinearRegressor):
             raise TypeError(f"n_models must be an int, got {self.n_models!r}")
 
     def _fit_encoded(self, source: Any, encoding: Encoding) -> None:
-        """Fit on the private rows in memory; when the PTR check fails the estimator holds no model
-        (``ptr_passed_`` False, ``coef_`` None)."""
+        """Fit on the private rows in memory; when the PTR check fails it warns and holds the zero model
+        (``ptr_passed_`` False)."""
         X, y = encoded_rows("TukeyEM", source, encoding)
         rng = self._noise()
         result = tukey_em(X, y, int(self.n_models), float(self.epsilon), float(self.delta), rng,
@@ -117,13 +124,11 @@ class TukeyEM(DPEstimator, LinearRegressor):
         self.n_models_ = result.n_models
         if result.passed:
             self._set_solution(result.coef, encoding)
-        else:
-            self.encoding_, self.coef_, self.intercept_ = encoding, None, None
-
-    def _check_fitted(self) -> None:
-        super()._check_fitted()
-        if not self.ptr_passed_:
-            raise PTRFailedError(
-                f"TukeyEM released no model: the PTR check failed (noisy distance {self.noisy_distance_:.3g} < "
-                f"threshold {self.threshold_:.3g}); use more models or a fallback"
-            )
+            return
+        self._set_solution(np.zeros(X.shape[1]), encoding)  # the documented fallback: the zero model
+        warnings.warn(
+            f"TukeyEM released no model: the PTR check failed (noisy distance {self.noisy_distance_:.3g} < threshold "
+            f"{self.threshold_:.3g}); predicting with the zero model (the centre of the target's code range, "
+            "ptr_passed_ = False). More models (n_models, up to n / p) or a larger epsilon make PTR pass more often",
+            PTRFailedWarning, stacklevel=3,
+        )  # fmt: skip

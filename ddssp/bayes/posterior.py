@@ -108,6 +108,8 @@ def run_nuts(
         )
         if key is not None:
             _SAMPLERS[key] = mcmc
+    if init_params is not None and num_chains == 1:  # numpyro takes one chain's values without the chain axis
+        init_params = {k: v[0] for k, v in init_params.items()}
     mcmc.run(jax.random.PRNGKey(seed), init_params=init_params, **data)
     samples = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()}
     rhat = {k: np.asarray(split_gelman_rubin(v)) for k, v in samples.items() if num_chains > 1}
@@ -173,7 +175,7 @@ class NoiseAwareGLM:
         fit_intercept: fit an intercept (True, default); the release must carry the intercept column
             (``gaussian_ssp(..., fit_intercept=True)``, the default there too), or ValueError.
         num_samples / num_warmup / num_chains: NUTS draws per chain, warm-up (None: = num_samples,
-            50% of each chain), chains (4).
+            50% of each chain), chains (4; with 1 there is no R-hat: ``rhat_`` is NaN and no convergence check).
         theta_cap, scale_sd, lkj_eta, noise_sd: the priors of the module docstring.
         noise_aware: False drops noise_cov from the likelihood (the naive plug-in comparator).
         rhat_threshold: warn (`ConvergenceWarning`) above it.

@@ -26,7 +26,7 @@ from aim import AIM, all_k_way, normalize_workload, workload_error
 from aim.raw import SPEC_SHARE, synthesize
 from marginals.limits import check_synthetic_size
 from marginals.dataset import DataError, Dataset
-from marginals.datasets import DATASETS
+from marginals.datasets import CODEBOOKS, DATASETS
 from marginals.domain import Domain
 from marginals.files import AtomicOutputs, read_json, write_text_atomic
 from marginals.privacy import cdp_rho
@@ -51,7 +51,7 @@ def input_name(args: argparse.Namespace) -> str:
 
 
 def load_input(args: argparse.Namespace) -> tuple[Dataset, Any]:
-    """(coded dataset, discretizer or None) from --data/--domain, --data/--spec or a shipped data set."""
+    """(coded dataset, discretizer or None) from --data/--domain, --data/--spec or a shipped data set (with its codebook)."""
     if args.data:
         if args.spec and args.domain:
             raise ValueError("give --domain (a CSV of codes) or --spec (a CSV of raw values), not both")
@@ -63,7 +63,7 @@ def load_input(args: argparse.Namespace) -> tuple[Dataset, Any]:
         return Dataset.from_csv(args.data, Domain.load(args.domain)), None
     if args.domain or args.spec:
         raise ValueError("--domain and --spec describe a --data file; give --data too")
-    return DATASETS[args.dataset](), None
+    return DATASETS[args.dataset](), CODEBOOKS[args.dataset]()  # its codebook: the synthetic rows come out labelled
 
 
 def read_workload(args: argparse.Namespace, domain: Domain) -> Any:

@@ -127,8 +127,9 @@ def reports(tiny, tmp_path_factory):
     """The public report and the one with the private data, written once for several tests."""
     data, release = tiny
     folder = tmp_path_factory.mktemp("reports")
-    public = write_report(release, folder / "public.html")
-    private = write_report(release, folder / "private.html", data, synthetic=release.synthetic_data(rng=1), worst=2)
+    public = write_report(release, folder / "public.html", png_dir=True)
+    private = write_report(release, folder / "private.html", data, synthetic=release.synthetic_data(rng=1), worst=2,
+                           png_dir=True)
     return public, private
 
 
@@ -313,7 +314,10 @@ def test_cli_report(tiny, tmp_path, capsys):
     assert main(["report", "--release", str(tmp_path / "r.npz"), "--quiet"]) == 0
     out = tmp_path / "r-report.html"
     page = _parse(out)
-    assert len(page.images) == len(list((tmp_path / "r-report_files").glob("*.png"))) == 2
+    assert len(page.images) == 2 and sorted(p.name for p in tmp_path.iterdir()) == ["r-report.html", "r.npz"]
+    assert main(["report", "--release", str(tmp_path / "r.npz"), "--out", str(tmp_path / "p.html"),
+                 "--png-dir", str(tmp_path / "pngs"), "--quiet"]) == 0
+    assert len(list((tmp_path / "pngs").glob("*.png"))) == 2
     assert "NOT PRIVATE" in page.all_text and "diagnostic" not in page.ids
     assert str(out) in capsys.readouterr().out
 

@@ -106,7 +106,9 @@ def _diagnostic(d: Diagnostic) -> str:
     return (banner + summary + _encoding(d.encoding) + _efficacy(d.efficacy) + figure(overview)
             + "<p>Total variation distance (half the L1 distance between the normalised tables) of every 1-way and "
             "2-way marginal of the model from the true one, worst first; <em>measured</em>: the marginal lies inside "
-            "a measured clique (otherwise the model inferred it).</p>"
+            "a measured clique (otherwise the model inferred it)."
+            + (" Measured on the spec's codes: what its bounds, bins and &lt;other&gt; lose is in the table above, "
+               "not here." if d.encoding is not None else "") + "</p>"
             + details(f"All {len(rows)} marginals, worst first", errors, open_=True)
             + "<h3>1-way marginals: true vs model (non-private)</h3>" + '<div class="grid">' + "".join(map(figure, ones)) + "</div>"
             + (f"<h3>The {len(twos)} worst 2-way marginals (non-private)</h3>" + "".join(map(figure, twos)) if twos else ""))

@@ -98,7 +98,7 @@ def render(release: "Release") -> str:
     markers = spec.get("missing_markers") or []
     rules = ("<p>Missing values: blank cells, NA/NaN/None"
              + (f" and the markers {esc(', '.join(repr(str(m)) for m in markers))}" if markers else "") + ".</p>")
-    headers = ["column", "type", "levels", "released categories / bounds and bin edges", "value outside",
+    headers = ["column", "type", "levels", "released categories / bounds and bin edges", "value outside the categories",
                "missing value", "<other> (model, noisy)", "<missing> (model, noisy)"]
     columns = table(headers, column_rows(release), numeric=(2, 6, 7))
     return (spec_origin(release) + rules + details(f"All {len(spec['columns'])} columns", columns, open_=True)

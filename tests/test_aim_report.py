@@ -361,9 +361,11 @@ def test_cli_report_not_a_release(tmp_path, capsys):
 @pytest.mark.slow
 def test_adult_report(tmp_path):
     """The 15-attribute adult release: every marginal in the table and a 1-way figure per attribute."""
-    folder = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "adult"
-    if not folder.is_dir():
-        pytest.skip("the development data folder ../shared/data is absent")
+    from benchmarks.data import data_dir
+
+    if data_dir() is None:
+        pytest.skip("the development data folder ../shared/data is absent (or set DP_MARGINALS_DATA)")
+    folder = data_dir() / "adult"
     domain = Domain.load(folder / "domain.json")
     data = Dataset.from_csv(folder / "train.csv", domain)
     release = AIM(1.0, 1e-9, insecure_seed=0).run(data)

@@ -38,7 +38,9 @@ window.addEventListener("load", function () {
 </script>"""
 
 
-def _browser() -> str:
+@pytest.fixture(scope="module")
+def browser() -> str:
+    """The first Chromium or Chrome on the PATH (else the module's tests are skipped)."""
     for name in BROWSERS:
         found = shutil.which(name)
         if found:
@@ -75,8 +77,7 @@ def page(tmp_path_factory) -> Path:
     return write_report(release, tmp_path_factory.mktemp("browser") / "report.html", data, worst=1)
 
 
-def test_every_image_loads_in_chromium(page, tmp_path):
-    browser = _browser()
+def test_every_image_loads_in_chromium(browser, page, tmp_path):
     source = page.read_text(encoding="utf-8")
     assert not re.search(r"""(src|href)=["']?(https?:|//|file:)""", source)  # self-contained: nothing fetched
     expected = source.count("<img ")
@@ -85,8 +86,7 @@ def test_every_image_loads_in_chromium(page, tmp_path):
     assert (shown, broken) == (expected, 0)
 
 
-def test_the_check_sees_a_broken_image(page, tmp_path):
-    browser = _browser()
+def test_the_check_sees_a_broken_image(browser, page, tmp_path):
     source = page.read_text(encoding="utf-8")
     start = source.index(PNG_URI) + len(PNG_URI)
     end = source.index('"', start)

@@ -1,8 +1,9 @@
-"""The release quality report: one self-contained HTML file (plus its PNGs) showing what a release
-cost and what it holds — privacy ledger, rounds, model size, the measured cliques as a graph —
-and, only when the private rows are given, a NON-PRIVATE diagnostic: the total-variation error
-of every 1-way and 2-way model marginal against the true one, worst first, with true-vs-model
-bar plots and heatmaps.
+"""The release quality report: one self-contained HTML file (images inlined) showing what a release
+cost and what it holds — privacy unit and guarantee, spec, ledger, rounds, model size, the measured
+cliques as a graph — and, only when the private rows are given, a NON-PRIVATE diagnostic: what the
+spec's rules did to raw rows, the total-variation error of every 1-way and 2-way model marginal
+against the true one, worst first, with true-vs-model bar plots and heatmaps, and (with a target)
+train-on-synthetic / test-on-real ML efficacy.
 
 Everything but the diagnostic is post-processing of the public release. The diagnostic reads the
 private rows without any privacy charge, so a report made with data is for the data holder only:
@@ -10,7 +11,7 @@ it says so in a banner at the top and is written with owner-only permissions (``
 
 Plots need matplotlib (the ``report`` extra); `report_plots` draws them, `report_html` lays out
 the page. Level labels come from a ``labels(attr) -> list[str] | None`` hook (the caller's, then
-the release's ``labels`` method or ``spec.labels`` if it has one), else the integer codes.
+the release's spec: categories and bin intervals), else the integer codes.
 """
 
 from __future__ import annotations

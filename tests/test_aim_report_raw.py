@@ -160,7 +160,8 @@ def test_privacy_unit_and_one_delta(inferred, tmp_path):
     tile = re.search(r'<div class="v">([^<]+)</div><div class="k">delta \(whole run\)', page).group(1)
     run, ledger = inferred.delta, inferred.ledger.delta
     assert run != ledger and tile == f"{run:.4g}"
-    words = f"delta = {run:.4g} in all: {ledger:.4g} for the ledger's measurements"
+    assert f"(epsilon = 1, delta = {run:.4g})-differentially private" in text
+    words = f"Of the run's delta = {run:.4g}, {ledger:.4g} covers the ledger's measurements"
     assert text.count(words) == 2  # the guarantee and the ledger say the same
     assert f"delta = {ledger:.4g})" not in text  # the ledger's delta is never given as the run's
 

@@ -48,8 +48,8 @@ def _ledger(release: "Release", budget_plot: Plot, rows: list[dict], by_mechanis
                       ("budget", "", ledger.rho, "100%")], numeric=(1, 2, 3))
     eps = ("" if ledger.delta is None else
            f"<p>The ledger as (epsilon, delta)-DP at its delta = {esc(num(ledger.delta))}: spent epsilon = "
-           f"{esc(num(ledger.epsilon()))} of a budget of {esc(num(ledger.epsilon(spent=False)))}. The whole run: "
-           f"{esc(guarantee.delta_words(release))}.</p>")
+           f"{esc(num(ledger.epsilon()))} of a budget of {esc(num(ledger.epsilon(spent=False)))}. "
+           f"{esc(guarantee.delta_split(release))}</p>")
     charges = table(["#", "label", "mechanism", "parameters", "rho", "running rho", "% of budget", "running epsilon"],
                     [(i + 1, r["label"], r["mechanism"], r["params"], r["rho"], r["rho_total"],
                       f"{100 * r['share']:.2f}%", r["eps_total"]) for i, r in enumerate(rows)], numeric=(0, 4, 5, 6, 7))

@@ -222,11 +222,11 @@ def oneway_figure(attr: str, labels: Sequence[str], true_counts: np.ndarray, mod
     n = len(labels)
     shown = _tick_labels(labels, 24, 18)
     fontsize = 7 if n > 16 else 8
-    width = min(10.0, max(4.5, 2.5 + 0.2 * n * len(series)))
+    width = min(10.0, max(3.0 + 1.5 * len(series), 2.5 + 0.2 * n * len(series)))  # room for title and legend
     rotate = sum(len(t) + 2 for _, t in shown) * 0.5 * fontsize / 72 > 0.8 * (width - 0.8)
     bottom = _label_depth([t for _, t in shown], fontsize, "rotated" if rotate else "flat") + 0.25
     fig = Figure(figsize=(width, 2.6 + bottom))
-    _margins(fig, left=0.65, right=0.15, bottom=bottom, top=0.45)
+    _margins(fig, left=0.85, right=0.15, bottom=bottom, top=0.45)
     ax = fig.subplots()
     x = np.arange(n)
     width = 0.8 / len(series)
@@ -238,6 +238,7 @@ def oneway_figure(attr: str, labels: Sequence[str], true_counts: np.ndarray, mod
     log = spans_orders(np.concatenate(shares))
     if log:
         ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(_formatter(lambda v: f"{100 * v:g}%"))
     ax.set_xticks([i for i, _ in shown], [t for _, t in shown], rotation=60 if rotate else 0,
                   ha="right" if rotate else "center", rotation_mode="anchor", fontsize=fontsize)
     ax.set_xlim(-0.6, n - 0.4)

@@ -81,7 +81,8 @@ def _classification(synth: tuple, real: tuple, test: tuple, labels: Sequence[str
         accuracy.append(accuracy_score(y_test, model.predict(x_test)))
         if binary:
             positive = list(model.classes_).index(1) if 1 in model.classes_ else None
-            auc.append(0.5 if positive is None else roc_auc_score(y_test == 1, model.predict_proba(x_test)[:, positive]))
+            proba = None if positive is None else model.predict_proba(x_test)[:, positive]
+            auc.append(0.5 if proba is None else roc_auc_score(y_test == 1, proba))
     scores = [("accuracy", *accuracy, float(np.mean(y_test == majority)))]
     if binary:
         scores.append((f"ROC AUC ({labels[1]} vs {labels[0]})", *auc, 0.5))

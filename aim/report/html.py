@@ -110,8 +110,10 @@ def _diagnostic(d: Diagnostic) -> str:
             + (" Measured on the spec's codes: what its bounds, bins and &lt;other&gt; lose is in the table above, "
                "not here." if d.encoding is not None else "") + "</p>"
             + details(f"All {len(rows)} marginals, worst first", errors, open_=True)
-            + "<h3>1-way marginals: true vs model (non-private)</h3>" + '<div class="grid">' + "".join(map(figure, ones)) + "</div>"
-            + (f"<h3>The {len(twos)} worst 2-way marginals (non-private)</h3>" + "".join(map(figure, twos)) if twos else ""))
+            + "<h3>1-way marginals: true vs model (non-private)</h3>"
+            + '<div class="grid">' + "".join(map(figure, ones)) + "</div>"
+            + (f"<h3>The {len(twos)} worst 2-way marginals (non-private)</h3>" + "".join(map(figure, twos))
+               if twos else ""))
 
 
 def _encoding(e: Encoding | None) -> str:
@@ -167,7 +169,8 @@ def render(release: "Release", plots: list[Plot], diagnostic: Diagnostic | None,
                 ("rounds", "Rounds", _rounds(release)),
                 ("cliques", "Measured cliques and model", _cliques(release, plot["cliques"]))]
     if diagnostic is not None:
-        sections.append(("diagnostic", "NON-PRIVATE DIAGNOSTIC: model vs true marginals", _diagnostic(diagnostic)))
+        heading = "NON-PRIVATE DIAGNOSTIC: the release against the private rows"
+        sections.append(("diagnostic", heading, _diagnostic(diagnostic)))
     nav = "<nav>" + "".join(f'<a href="#{a}">{esc(h)}</a>' for a, h, _ in sections) + "</nav>"
     mechanism = (release.config.get(MECHANISM_PART) or {}).get("name", "unknown mechanism")
     body = "".join(_section(a, h, b, "diagnostic" if a == "diagnostic" else "") for a, h, b in sections)

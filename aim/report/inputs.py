@@ -29,7 +29,8 @@ def as_dataset(data: Dataset | pd.DataFrame, domain: Domain, what: str) -> Datas
     for attr in domain.attrs:
         if attr not in data.domain or data.domain[attr] != domain[attr]:
             found = data.domain[attr] if attr in data.domain else "absent"
-            raise ValueError(f"{what}: attribute {attr!r} has {found} levels in the data but {domain[attr]} in the release")
+            raise ValueError(f"{what}: attribute {attr!r} has {found} levels in the data but {domain[attr]} "
+                             "in the release")
     return data.project(domain.attrs)
 
 

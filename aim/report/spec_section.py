@@ -85,7 +85,8 @@ def excluded_text(release: "Release") -> str:
     if records is not None:
         return "<p>No rows excluded by the spec's rules.</p>"
     if not dropping:
-        return "<p>No rows excluded by the spec's rules: no rule leaves a row out (a value gets a level or is refused).</p>"
+        return ("<p>No rows excluded by the spec's rules: no rule leaves a row out (a value gets a level or is "
+                "refused).</p>")
     return (f"<p>The spec's rules leave out rows (a missing or unseen value) in the column(s) "
             f"{esc(', '.join(dropping))}; this release does not record how many.</p>")
 

@@ -126,6 +126,8 @@ def test_spec_section_of_a_given_spec(given, diagnosed):
     assert re.search(r"job\s+categorical\s+5\s+clerk, nurse, teacher\s+<other>\s+own level <missing>", text)
     assert re.search(r"age\s+numeric\s+4\s+integers in \[17, 90\]", text) and "edges 17, 30, 45, 60, 90" in text
     assert "markers '?'" in text
+    assert re.search(r"job\s+<other>\s+\d+\.\d\d%\s+job\s+<missing>\s+\d+\.\d\d%", text)  # released shares
+    assert re.search(r"age\s+\[60, 90\]\s+\d+\.\d\d%", text)
     # the sex column refuses unseen values and no rule drops rows
     assert "No rows excluded by the spec's rules: no rule leaves a row out" in text
 

@@ -1,6 +1,7 @@
 """The report's spec section, from public things only: each column's released categories or bin
 edges, ``<other>``, bounds, the rules for unseen and missing values, the model's (noisy) share of
-``<other>`` and missing, and the rows the spec's rules left out (the spec's ``excluded`` record).
+``<other>`` and missing, the model's share of every labelled level (the released 1-way
+distributions), and the rows the spec's rules left out (the spec's ``excluded`` record).
 A release without a spec says so: its codes' meaning and any excluded rows are not known here.
 """
 
@@ -34,21 +35,33 @@ def spec_origin(release: "Release") -> str:
     return f"<p>{esc(how)}</p>" + (f"<p>Spec note: <em>{esc(note)}</em></p>" if note else "")
 
 
+def model_shares(release: "Release") -> dict[str, np.ndarray]:
+    """Each attribute's share of rows per level in the released model (public, noisy)."""
+    shares = {}
+    for attr, counts in zip(release.domain.attrs, release.marginals([(a,) for a in release.domain.attrs])):
+        counts = np.clip(np.asarray(counts, dtype=float), 0, None)
+        shares[attr] = counts / counts.sum() if counts.sum() > 0 else counts
+    return shares
+
+
 def column_rows(release: "Release") -> list[tuple[Any, ...]]:
-    """One row per column: name, type, levels, released values, <other>, missing, model shares (noisy)."""
-    spec = release.spec or {"columns": {}}
-    labels = release.discretizer.labels
-    tables = release.marginals([(a,) for a in release.domain.attrs])
+    """One row per column: name, type, levels, released values, rules, the model's <other> and <missing> shares."""
+    labels, shares = release.discretizer.labels, model_shares(release)
     rows = []
-    for (name, column), counts in zip(spec["columns"].items(), tables):
-        names = labels(name)
-        share = np.clip(np.asarray(counts, dtype=float), 0, None)
-        share = share / share.sum() if share.sum() > 0 else share
+    for name, column in release.spec["columns"].items():
+        names, share = labels(name), shares[name]
         other = f"{100 * share[names.index('<other>')]:.1f}%" if "<other>" in names else "–"
         missing = f"{100 * share[names.index('<missing>')]:.1f}%" if "<missing>" in names else "–"
         rows.append((name, column["type"], len(names), _values(column), _unseen_rule(column),
                      _missing_rule(column), other, missing))
     return rows
+
+
+def level_rows(release: "Release") -> list[tuple[str, str, str]]:
+    """(column, label, the model's share of rows) for every level: the released 1-way distributions."""
+    labels = release.discretizer.labels
+    return [(attr, label, f"{100 * p:.2f}%") for attr, share in model_shares(release).items()
+            for label, p in zip(labels(attr), share)]
 
 
 def _values(column: Mapping[str, Any]) -> str:
@@ -102,5 +115,7 @@ def render(release: "Release") -> str:
     headers = ["column", "type", "levels", "released categories / bounds and bin edges", "value outside the categories",
                "missing value", "<other> (model, noisy)", "<missing> (model, noisy)"]
     columns = table(headers, column_rows(release), numeric=(2, 6, 7))
+    levels = table(["column", "level", "share of rows (model, noisy)"], level_rows(release), numeric=(2,))
     return (spec_origin(release) + rules + details(f"All {len(spec['columns'])} columns", columns, open_=True)
+            + details("The released distribution of every column (from the model: public, noisy)", levels)
             + "<h3>Rows excluded</h3>" + excluded_text(release))

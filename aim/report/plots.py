@@ -242,7 +242,7 @@ def oneway_figure(attr: str, labels: Sequence[str], true_counts: np.ndarray, mod
     ax.set_xticks([i for i, _ in shown], [t for _, t in shown], rotation=60 if rotate else 0,
                   ha="right" if rotate else "center", rotation_mode="anchor", fontsize=fontsize)
     ax.set_xlim(-0.6, n - 0.4)
-    ax.set_ylabel("share of rows" + (" (log scale)" if log else ""))
+    ax.set_ylabel("share (log scale)" if log else "share of rows")
     ax.set_title(f"{_text(attr)}  (TV {tv:.3f})", fontsize=10, loc="left")
     ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), ncols=len(series), fontsize=8, frameon=False,
               borderaxespad=0.1)

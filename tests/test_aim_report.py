@@ -127,8 +127,9 @@ def reports(tiny, tmp_path_factory):
     """The public report and the one with the private data, written once for several tests."""
     data, release = tiny
     folder = tmp_path_factory.mktemp("reports")
-    public = write_report(release, folder / "public.html")
-    private = write_report(release, folder / "private.html", data, synthetic=release.synthetic_data(rng=1), worst=2)
+    public = write_report(release, folder / "public.html", png_dir=True)
+    private = write_report(release, folder / "private.html", data, synthetic=release.synthetic_data(rng=1), worst=2,
+                           png_dir=True)
     return public, private
 
 
@@ -313,7 +314,10 @@ def test_cli_report(tiny, tmp_path, capsys):
     assert main(["report", "--release", str(tmp_path / "r.npz"), "--quiet"]) == 0
     out = tmp_path / "r-report.html"
     page = _parse(out)
-    assert len(page.images) == len(list((tmp_path / "r-report_files").glob("*.png"))) == 2
+    assert len(page.images) == 2 and sorted(p.name for p in tmp_path.iterdir()) == ["r-report.html", "r.npz"]
+    assert main(["report", "--release", str(tmp_path / "r.npz"), "--out", str(tmp_path / "p.html"),
+                 "--png-dir", str(tmp_path / "pngs"), "--quiet"]) == 0
+    assert len(list((tmp_path / "pngs").glob("*.png"))) == 2
     assert "NOT PRIVATE" in page.all_text and "diagnostic" not in page.ids
     assert str(out) in capsys.readouterr().out
 
@@ -357,9 +361,11 @@ def test_cli_report_not_a_release(tmp_path, capsys):
 @pytest.mark.slow
 def test_adult_report(tmp_path):
     """The 15-attribute adult release: every marginal in the table and a 1-way figure per attribute."""
-    folder = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "adult"
-    if not folder.is_dir():
-        pytest.skip("the development data folder ../shared/data is absent")
+    from benchmarks.data import data_dir
+
+    if data_dir() is None:
+        pytest.skip("the development data folder ../shared/data is absent (or set DP_MARGINALS_DATA)")
+    folder = data_dir() / "adult"
     domain = Domain.load(folder / "domain.json")
     data = Dataset.from_csv(folder / "train.csv", domain)
     release = AIM(1.0, 1e-9, insecure_seed=0).run(data)

@@ -1,8 +1,9 @@
-"""The release quality report: one self-contained HTML file (plus its PNGs) showing what a release
-cost and what it holds — privacy ledger, rounds, model size, the measured cliques as a graph —
-and, only when the private rows are given, a NON-PRIVATE diagnostic: the total-variation error
-of every 1-way and 2-way model marginal against the true one, worst first, with true-vs-model
-bar plots and heatmaps.
+"""The release quality report: one self-contained HTML file (images inlined) showing what a release
+cost and what it holds — privacy unit and guarantee, spec, ledger, rounds, model size, the measured
+cliques as a graph — and, only when the private rows are given, a NON-PRIVATE diagnostic: what the
+spec's rules did to raw rows, the total-variation error of every 1-way and 2-way model marginal
+against the true one, worst first, with true-vs-model bar plots and heatmaps, and (with a target)
+train-on-synthetic / test-on-real ML efficacy.
 
 Everything but the diagnostic is post-processing of the public release. The diagnostic reads the
 private rows without any privacy charge, so a report made with data is for the data holder only:
@@ -10,7 +11,7 @@ it says so in a banner at the top and is written with owner-only permissions (``
 
 Plots need matplotlib (the ``report`` extra); `report_plots` draws them, `report_html` lays out
 the page. Level labels come from a ``labels(attr) -> list[str] | None`` hook (the caller's, then
-the release's ``labels`` method or ``spec.labels`` if it has one), else the integer codes.
+the release's spec: categories and bin intervals), else the integer codes.
 """
 
 from __future__ import annotations
@@ -30,8 +31,11 @@ from marginals.domain import Domain
 from marginals.files import PRIVATE_MODE, AtomicOutputs, write_bytes_atomic, write_text_atomic
 from marginals.privacy import Accountant, cdp_eps
 
-from . import html as report_html, plots as report_plots
 from marginals.limits import check_cells
+
+from . import html as report_html, plots as report_plots
+from .efficacy import ml_efficacy
+from .inputs import as_dataset, read_rows
 from .types import Diagnostic, MarginalError, Plot
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -52,18 +56,6 @@ def total_variation(true_counts: np.ndarray, estimate: np.ndarray) -> float:
     return 0.5 * float(np.abs(p / p.sum() - q).sum())
 
 
-def _as_dataset(data: Dataset | pd.DataFrame, domain: Domain, what: str) -> Dataset:
-    if isinstance(data, pd.DataFrame):
-        return Dataset(data, domain)
-    if not isinstance(data, Dataset):
-        raise TypeError(f"{what} must be a marginals.Dataset or a DataFrame of codes, got {type(data).__name__}")
-    for attr in domain.attrs:
-        if attr not in data.domain or data.domain[attr] != domain[attr]:
-            found = data.domain[attr] if attr in data.domain else "absent"
-            raise ValueError(f"{what}: attribute {attr!r} has {found} levels in the data but {domain[attr]} in the release")
-    return data.project(domain.attrs)
-
-
 def marginal_errors(
     release: "Release", data: Dataset | pd.DataFrame, synthetic: Dataset | pd.DataFrame | None = None
 ) -> list[MarginalError]:
@@ -72,8 +64,8 @@ def marginal_errors(
     NOT private: it reads the private ``data``; for the data holder's eyes only.
     """
     domain = release.domain
-    data = _as_dataset(data, domain, "data")
-    synthetic = None if synthetic is None else _as_dataset(synthetic, domain, "synthetic")
+    data = as_dataset(data, domain, "data")
+    synthetic = None if synthetic is None else as_dataset(synthetic, domain, "synthetic")
     levels = [int(m) for m in domain.shape]  # cells of all 1- and 2-way tables, before listing the pairs
     cells = sum(levels) + (sum(levels) ** 2 - sum(m * m for m in levels)) // 2
     check_cells((2 if synthetic is None else 3) * cells, "the report's 1-way and 2-way marginals")
@@ -111,8 +103,9 @@ def label_function(release: "Release", labels: LabelHook | None = None) -> Calla
 
 
 def _release_hook(release: "Release") -> LabelHook | None:
-    """The release's labels, if it carries any: a ``labels(attr)`` method or a ``spec`` with one."""
-    for owner in (release, getattr(release, "spec", None)):
+    """The release's labels, if it carries any: its spec's discretizer, a ``labels(attr)`` method or a
+    ``spec`` with one."""
+    for owner in (getattr(release, "discretizer", None), release, getattr(release, "spec", None)):
         hook = getattr(owner, "labels", None)
         if callable(hook):
             return hook
@@ -183,27 +176,32 @@ def write_report(
     data: Dataset | pd.DataFrame | None = None,
     *,
     synthetic: Dataset | pd.DataFrame | None = None,
+    target: str | None = None,
     labels: LabelHook | None = None,
-    png_dir: str | os.PathLike | bool = True,
+    png_dir: str | os.PathLike | bool = False,
     title: str | None = None,
     worst: int = 6,
 ) -> Path:
-    """Write the HTML report of ``release`` to ``path`` (images embedded); return the path.
+    """Write the HTML report of ``release`` to ``path``: one self-contained file (images inlined); return the path.
 
-    ``data`` (the private rows, codes) adds the NON-PRIVATE diagnostic and makes every output
-    owner-only; ``synthetic`` rows are compared too. ``png_dir``: True writes the PNGs to
-    ``<name>_files/`` next to the HTML, a path puts them there, False writes none. ``worst``:
-    how many of the worst 2-way marginals get a heatmap. All files are written all-or-nothing.
+    ``data`` (the private rows: raw values in a DataFrame for a release with a spec, else codes; a
+    `Dataset` is codes) adds the NON-PRIVATE diagnostic and makes every output owner-only;
+    ``synthetic`` rows (read the same way) are compared too; ``target`` (with ``data``) adds
+    train-on-synthetic / test-on-real ML efficacy. ``png_dir``: True also writes the PNGs to
+    ``<name>_files/`` next to the HTML, a path puts them there. ``worst``: how many of the worst
+    2-way marginals get a heatmap. All files are written all-or-nothing.
     """
     if not isinstance(worst, int) or worst < 0:
         raise ValueError(f"worst must be an integer >= 0, got {worst!r}")
     path = Path(path)
     if path.is_dir():
         raise ValueError(f"{path}: the report path is a folder; give a file name (e.g. report.html)")
-    if data is None and synthetic is not None:
-        raise ValueError("synthetic rows are compared with the private data: give data too")
-    dataset = None if data is None else _as_dataset(data, release.domain, "data")
-    synth = None if synthetic is None else _as_dataset(synthetic, release.domain, "synthetic")
+    if data is None and (synthetic is not None or target is not None):
+        raise ValueError("synthetic rows and a target are compared with the private data: give data too")
+    if target is not None and target not in release.domain:
+        raise ValueError(f"target {target!r} is not an attribute of the release ({', '.join(release.domain.attrs)})")
+    dataset, encoding = (None, None) if data is None else read_rows(release, data, "data")
+    synth = None if synthetic is None else read_rows(release, synthetic, "synthetic")[0]
     names = label_function(release, labels)
     for attr in release.domain.attrs:
         names(attr)  # a bad labels hook fails here, before any drawing
@@ -213,7 +211,9 @@ def write_report(
     if dataset is not None:
         errors = marginal_errors(release, dataset, synth)
         extra = diagnostic_plots(release, dataset, errors, names, synth, worst)
-        diagnostic = Diagnostic(len(dataset), errors, extra, synth is not None)
+        efficacy = None if target is None else ml_efficacy(
+            release, dataset, target, names(target), None if synth is None else synth.to_df())
+        diagnostic = Diagnostic(len(dataset), errors, extra, synth is not None, encoding, efficacy)
     page = report_html.render(release, plots, diagnostic, title or f"Release report: {path.stem}",
                               ledger_rows(release.ledger), mechanism_totals(release.ledger))
     _write(path, page, plots + (diagnostic.plots if diagnostic else []), png_dir, diagnostic is not None)

@@ -5,87 +5,16 @@ names, labels, ledger labels, config values — goes through `html.escape`.
 
 from __future__ import annotations
 
-import base64
-import html
 import statistics
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from ..release_config import MECHANISM_PART, SPEC_PART
-from .types import Diagnostic, Plot
+from . import guarantee, spec_section
+from .markup import CSS, cards, details, esc, figure, num, table
+from .types import Diagnostic, Efficacy, Encoding, Plot
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..release import Release
-
-CSS = """
-body { font-family: system-ui, -apple-system, 'Segoe UI', sans-serif; margin: 0 auto; max-width: 1200px;
-       padding: 1em 2em; color: #222; line-height: 1.45; }
-h1 { margin-bottom: 0.1em; } h2 { border-bottom: 2px solid #ddd; padding-bottom: 0.2em; margin-top: 1.6em; }
-.sub { color: #666; margin-top: 0; }
-.banner { padding: 0.8em 1.2em; border-radius: 6px; margin: 1em 0; font-size: 1.05em; }
-.danger { background: #b30000; color: #fff; } .danger strong { font-size: 1.3em; }
-.warning { background: #fff3cd; border: 3px solid #d97706; color: #5a3a00; }
-.ok { background: #e8f5e9; border: 1px solid #66bb6a; }
-.cards { display: flex; flex-wrap: wrap; gap: 0.8em; }
-.card { border: 1px solid #ddd; border-radius: 6px; padding: 0.5em 1em; min-width: 9em; background: #fafafa; }
-.card .v { font-size: 1.4em; font-weight: 600; } .card .k { color: #666; font-size: 0.85em; }
-table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.9em; }
-th, td { border: 1px solid #ddd; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
-th { background: #f0f0f0; } td.n { text-align: right; font-variant-numeric: tabular-nums; }
-tr.bad td { background: #fdecea; }
-figure { margin: 1em 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
-figcaption { color: #555; font-size: 0.9em; }
-.grid { display: flex; flex-wrap: wrap; gap: 1em; } .grid figure { flex: 1 1 480px; margin: 0; }
-details { margin: 0.6em 0; } summary { cursor: pointer; font-weight: 600; }
-section.diagnostic { border: 3px dashed #d97706; padding: 0 1.2em 1em; border-radius: 8px; background: #fffdf7; }
-nav a { margin-right: 1em; }
-"""
-
-
-def esc(value: object) -> str:
-    """``value`` as text safe inside HTML elements and quoted attributes."""
-    return html.escape(str(value), quote=True)
-
-
-def num(value: object, digits: int = 4) -> str:
-    """A number with ``digits`` significant digits ("–" when absent)."""
-    if value is None:
-        return "–"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:.{digits}g}"
-    return str(value)
-
-
-def table(headers: Sequence[str], rows: Iterable[Sequence[object]], numeric: Sequence[int] = (),
-          highlight: Sequence[bool] | None = None) -> str:
-    """An HTML table; every cell is escaped, columns in ``numeric`` are right-aligned numbers."""
-    head = "".join(f"<th>{esc(h)}</th>" for h in headers)
-    body = []
-    for i, row in enumerate(rows):
-        cells = "".join(f'<td class="n">{esc(num(c))}</td>' if j in numeric else f"<td>{esc(num(c))}</td>"
-                        for j, c in enumerate(row))
-        bad = ' class="bad"' if highlight is not None and highlight[i] else ""
-        body.append(f"<tr{bad}>{cells}</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
-
-
-def figure(plot: Plot) -> str:
-    """The plot as an embedded PNG with its caption."""
-    data = base64.b64encode(plot.png).decode("ascii")
-    return (f'<figure><img src="data:image/png;base64,{data}" alt="{esc(plot.caption)}">'
-            f"<figcaption>{esc(plot.caption)}</figcaption></figure>")
-
-
-def cards(items: Sequence[tuple[str, object]]) -> str:
-    """A row of key figures."""
-    return '<div class="cards">' + "".join(
-        f'<div class="card"><div class="v">{esc(num(v))}</div><div class="k">{esc(k)}</div></div>' for k, v in items
-    ) + "</div>"
-
-
-def details(summary: str, content: str, open_: bool = False) -> str:
-    return f"<details{' open' if open_ else ''}><summary>{esc(summary)}</summary>{content}</details>"
 
 
 def _section(anchor: str, heading: str, body: str, css: str = "") -> str:
@@ -100,7 +29,7 @@ def _summary(release: "Release") -> str:
     status = ('<div class="banner ok">Private: all noise came from the operating system\'s secure source.</div>'
               if release.private else "")
     return status + cards([
-        ("epsilon spent / budget", f"{num(eps_spent)} / {num(eps_budget)}"), ("delta", num(release.delta)),
+        ("epsilon spent / budget", f"{num(eps_spent)} / {num(eps_budget)}"), ("delta (whole run)", num(release.delta)),
         ("rho spent / budget (zCDP)", f"{num(ledger.spent)} / {num(ledger.rho)}"),
         ("budget used", f"{100 * ledger.spent / ledger.rho:.1f}%"),
         ("attributes", len(release.domain)), ("measurements", len(release.measurements)),
@@ -118,8 +47,9 @@ def _ledger(release: "Release", budget_plot: Plot, rows: list[dict], by_mechanis
                       ("remaining", "", ledger.remaining, f"{100 * ledger.remaining / ledger.rho:.2f}%"),
                       ("budget", "", ledger.rho, "100%")], numeric=(1, 2, 3))
     eps = ("" if ledger.delta is None else
-           f"<p>As (epsilon, delta)-DP with delta = {esc(num(ledger.delta))}: spent epsilon = "
-           f"{esc(num(ledger.epsilon()))} of a budget of {esc(num(ledger.epsilon(spent=False)))}.</p>")
+           f"<p>The ledger as (epsilon, delta)-DP at its delta = {esc(num(ledger.delta))}: spent epsilon = "
+           f"{esc(num(ledger.epsilon()))} of a budget of {esc(num(ledger.epsilon(spent=False)))}. "
+           f"{esc(guarantee.delta_split(release))}</p>")
     charges = table(["#", "label", "mechanism", "parameters", "rho", "running rho", "% of budget", "running epsilon"],
                     [(i + 1, r["label"], r["mechanism"], r["params"], r["rho"], r["rho_total"],
                       f"{100 * r['share']:.2f}%", r["eps_total"]) for i, r in enumerate(rows)], numeric=(0, 4, 5, 6, 7))
@@ -173,13 +103,50 @@ def _diagnostic(d: Diagnostic) -> str:
     overview, *rest = d.plots
     ones = [p for p in rest if p.name.startswith("oneway-")]
     twos = [p for p in rest if p.name.startswith("twoway-")]
-    return (banner + summary + figure(overview)
+    return (banner + summary + _encoding(d.encoding) + _efficacy(d.efficacy) + figure(overview)
             + "<p>Total variation distance (half the L1 distance between the normalised tables) of every 1-way and "
             "2-way marginal of the model from the true one, worst first; <em>measured</em>: the marginal lies inside "
-            "a measured clique (otherwise the model inferred it).</p>"
+            "a measured clique (otherwise the model inferred it)."
+            + (" Measured on the spec's codes: what its bounds, bins and &lt;other&gt; lose is in the table above, "
+               "not here." if d.encoding is not None else "") + "</p>"
             + details(f"All {len(rows)} marginals, worst first", errors, open_=True)
-            + "<h3>1-way marginals: true vs model</h3>" + '<div class="grid">' + "".join(map(figure, ones)) + "</div>"
-            + (f"<h3>The {len(twos)} worst 2-way marginals</h3>" + "".join(map(figure, twos)) if twos else ""))
+            + "<h3>1-way marginals: true vs model (non-private)</h3>"
+            + '<div class="grid">' + "".join(map(figure, ones)) + "</div>"
+            + (f"<h3>The {len(twos)} worst 2-way marginals (non-private)</h3>" + "".join(map(figure, twos))
+               if twos else ""))
+
+
+def _encoding(e: Encoding | None) -> str:
+    """What the spec's rules did to the private raw rows (true counts: non-private)."""
+    if e is None:
+        return ""
+    rows = [(name, c.get("clipped_low", 0), c.get("clipped_high", 0), c.get("other", 0), c.get("missing", 0),
+             "; ".join(f"{v} ({n:,})" for v, n in e.unseen.get(name, [])))
+            for name, c in e.columns.items()]
+    kept = (f"all {e.rows:,} rows kept" if e.kept == e.rows else
+            f"{e.rows - e.kept:,} of {e.rows:,} rows left out by the spec's rules ({e.kept:,} kept)")
+    return ("<h3>The private rows through the spec (non-private)</h3>"
+            f"<p>The raw rows were encoded by the release's spec: {esc(kept)}. Per column, true counts of values "
+            "clipped to the bounds, outside the released categories (to &lt;other&gt; or left out, by the column's "
+            "rule) and missing; the most frequent values outside the categories.</p>"
+            + table(["column", "below the bounds", "above the bounds", "outside the categories", "missing",
+                     "most frequent values outside the categories (rows)"], rows, numeric=(1, 2, 3, 4)))
+
+
+def _efficacy(e: Efficacy | None) -> str:
+    """Train on synthetic, test on real (non-private: the real rows are read)."""
+    if e is None:
+        return ""
+    model = "logistic regression" if e.task == "classification" else "linear regression"
+    rows = [(metric, synth, real, base) for metric, synth, real, base in e.scores]
+    notes = "".join(f"<li>{esc(n)}</li>" for n in e.notes)
+    return (f"<h3>ML efficacy for {esc(e.target)}: train on synthetic, test on real (non-private)</h3>"
+            f"<p>A {model} on the {e.features} one-hot columns of the other attributes, trained once on "
+            f"{e.train_synthetic:,} synthetic rows and once on {e.train_real:,} real rows; both scored on the same "
+            f"{e.test_real:,} held-out real rows. The baseline predicts a constant (the real training rows' "
+            f"{'majority class' if e.task == 'classification' else 'mean'}).</p>"
+            + table(["metric", "trained on synthetic", "trained on real", "constant baseline"], rows,
+                    numeric=(1, 2, 3)) + (f"<ul>{notes}</ul>" if notes else ""))
 
 
 def render(release: "Release", plots: list[Plot], diagnostic: Diagnostic | None, title: str,
@@ -196,11 +163,14 @@ def render(release: "Release", plots: list[Plot], diagnostic: Diagnostic | None,
         top.append('<div class="banner warning"><strong>Contains a NON-PRIVATE DIAGNOSTIC</strong> computed from '
                    'the private rows (<a href="#diagnostic">below</a>): do not publish this file.</div>')
     sections = [("summary", "Summary", _summary(release)),
+                ("privacy", "Privacy unit and guarantee", guarantee.render(release)),
+                ("spec", "Spec: what the codes stand for", spec_section.render(release)),
                 ("ledger", "Privacy ledger", _ledger(release, plot["budget"], ledger_rows, by_mechanism)),
                 ("rounds", "Rounds", _rounds(release)),
                 ("cliques", "Measured cliques and model", _cliques(release, plot["cliques"]))]
     if diagnostic is not None:
-        sections.append(("diagnostic", "NON-PRIVATE DIAGNOSTIC: model vs true marginals", _diagnostic(diagnostic)))
+        heading = "NON-PRIVATE DIAGNOSTIC: the release against the private rows"
+        sections.append(("diagnostic", heading, _diagnostic(diagnostic)))
     nav = "<nav>" + "".join(f'<a href="#{a}">{esc(h)}</a>' for a, h, _ in sections) + "</nav>"
     mechanism = (release.config.get(MECHANISM_PART) or {}).get("name", "unknown mechanism")
     body = "".join(_section(a, h, b, "diagnostic" if a == "diagnostic" else "") for a, h, b in sections)

@@ -204,7 +204,10 @@ def error_overview_figure(errors: Sequence[MarginalError], top: int = 25) -> byt
                                   label="synthetic rows"))
     ax.legend(handles=handles, loc="lower right", fontsize=8)
     ax.set_yticks(y, [_text(" x ".join(e.clique), 50) for e in shown], fontsize=8)
-    ax.set_xlabel("total variation distance to the true marginal")
+    log = spans_orders(np.array([e.tv for e in shown]))
+    if log:
+        ax.set_xscale("log")
+    ax.set_xlabel("total variation distance to the true marginal" + (" (log scale)" if log else ""))
     ax.set_title(f"worst {len(shown)} of {len(errors)} marginals", fontsize=10)
     return _png(fig)
 
@@ -219,21 +222,27 @@ def oneway_figure(attr: str, labels: Sequence[str], true_counts: np.ndarray, mod
     n = len(labels)
     shown = _tick_labels(labels, 24, 18)
     fontsize = 7 if n > 16 else 8
-    width = min(10.0, max(4.5, 2.5 + 0.2 * n * len(series)))
+    width = min(10.0, max(3.0 + 1.5 * len(series), 2.5 + 0.2 * n * len(series)))  # room for title and legend
     rotate = sum(len(t) + 2 for _, t in shown) * 0.5 * fontsize / 72 > 0.8 * (width - 0.8)
     bottom = _label_depth([t for _, t in shown], fontsize, "rotated" if rotate else "flat") + 0.25
     fig = Figure(figsize=(width, 2.6 + bottom))
-    _margins(fig, left=0.65, right=0.15, bottom=bottom, top=0.45)
+    _margins(fig, left=0.85, right=0.15, bottom=bottom, top=0.45)
     ax = fig.subplots()
     x = np.arange(n)
     width = 0.8 / len(series)
+    shares = []
     for i, (name, counts, color) in enumerate(series):
         counts = np.clip(np.asarray(counts, dtype=np.float64), 0, None)
-        ax.bar(x + (i - (len(series) - 1) / 2) * width, counts / max(counts.sum(), 1e-300), width, color=color, label=name)
+        shares.append(counts / max(counts.sum(), 1e-300))
+        ax.bar(x + (i - (len(series) - 1) / 2) * width, shares[-1], width, color=color, label=name)
+    log = spans_orders(np.concatenate(shares))
+    if log:
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(_formatter(lambda v: f"{100 * v:g}%"))
     ax.set_xticks([i for i, _ in shown], [t for _, t in shown], rotation=60 if rotate else 0,
                   ha="right" if rotate else "center", rotation_mode="anchor", fontsize=fontsize)
     ax.set_xlim(-0.6, n - 0.4)
-    ax.set_ylabel("share of rows")
+    ax.set_ylabel("share (log scale)" if log else "share of rows")
     ax.set_title(f"{_text(attr)}  (TV {tv:.3f})", fontsize=10, loc="left")
     ax.legend(loc="lower right", bbox_to_anchor=(1.0, 1.0), ncols=len(series), fontsize=8, frameon=False,
               borderaxespad=0.1)
@@ -274,6 +283,14 @@ def twoway_figure(pair: Sequence[str], labels: tuple[Sequence[str], Sequence[str
     axes[0].set_ylabel(_text(pair[0]))
     fig.suptitle(f"{_text(pair[0])} x {_text(pair[1])}  (TV {tv:.3f})", fontsize=11)
     return _png(fig)
+
+
+def spans_orders(values: np.ndarray, orders: float = 2.0) -> bool:
+    """True when the positive ``values`` span more than ``orders`` orders of magnitude (then a bar
+    chart uses a log scale, or its small bars would not show)."""
+    positive = np.asarray(values, dtype=np.float64)
+    positive = positive[positive > 0]
+    return positive.size > 1 and positive.max() > 10**orders * positive.min()
 
 
 def _tick_labels(labels: Sequence[str], most: int, length: int) -> list[tuple[int, str]]:

@@ -36,7 +36,8 @@ def test_levels_nest_and_cover_every_value():
     coarse_from_fine = np.bincount(2 * COARSE_OF[np.arange(2 * N_FINE) // 2] + np.arange(2 * N_FINE) % 2,
                                    weights=two, minlength=len(one) - 1)
     assert np.array_equal(coarse_from_fine, one[1:])
-    assert np.array_equal(np.bincount(UNIT_PARENT, weights=three, minlength=N_FINE)[UNIT_PARENT], two[0::2][UNIT_PARENT])
+    unit_sums = np.bincount(UNIT_PARENT, weights=three, minlength=N_FINE)
+    assert np.array_equal(unit_sums[UNIT_PARENT], two[0::2][UNIT_PARENT])
     assert len(UNITS) == 2 * UNIT_MAX
 
 
@@ -63,9 +64,11 @@ def test_a_zero_inflated_column_keeps_a_zero_bin_and_a_tail_at_a_realistic_budge
 
 def test_an_integer_column_stays_inside_its_observed_range():
     rng = np.random.default_rng(1)
-    edu = rng.choice(np.arange(1, 17), 32_561, p=np.r_[[0.005] * 4, [0.02] * 4, [0.3, 0.25, 0.05, 0.04, 0.18, 0.05, 0.02, 0.01]])
+    shares = np.r_[[0.005] * 4, [0.02] * 4, [0.3, 0.25, 0.05, 0.04, 0.18, 0.05, 0.02, 0.01]]
+    edu = rng.choice(np.arange(1, 17), 32_561, p=shares)
     for seed in range(10):
-        d = infer_spec(pd.DataFrame({"e": edu}), Accountant(1.0), rho=1e-4, schema={"columns": {"e": "numeric"}}, rng=seed)
+        d = infer_spec(pd.DataFrame({"e": edu}), Accountant(1.0), rho=1e-4, schema={"columns": {"e": "numeric"}},
+                       rng=seed)
         spec = d.to_spec()["columns"]["e"]
         assert spec["integer"] is True and 1 <= spec["edges"][0] and spec["edges"][-1] <= 16, spec["edges"]
         codes = d.transform(pd.DataFrame({"e": edu}))
@@ -86,7 +89,8 @@ def test_density_draws_reproduce_the_stored_masses():
     tail = out[20_000:]
     assert (tail == 40).mean() == pytest.approx(0.3 / 0.5, abs=0.02) and tail.min() >= 1 and tail.max() <= 40
     assert set(np.unique(tail)) <= set(range(1, 10)) | {40}
-    assert (np.bincount(tail[tail < 10], minlength=10)[1:] / (tail < 10).sum()) == pytest.approx(np.full(9, 1 / 9), abs=0.02)
+    ones = np.bincount(tail[tail < 10], minlength=10)[1:] / (tail < 10).sum()
+    assert ones == pytest.approx(np.full(9, 1 / 9), abs=0.02)
 
 
 def test_continuous_density_with_an_atom_and_old_specs_stay_uniform():

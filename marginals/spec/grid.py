@@ -54,7 +54,8 @@ def _coarse_of() -> np.ndarray:
     keys = []
     for lo, hi in zip(FINE_LOW, FINE_HIGH):
         small = min(abs(lo), abs(hi))
-        keys.append((lo, hi) if lo == hi or small == 0 else (math.copysign(1, lo + hi), math.floor(math.log10(small) + 1e-9)))
+        decade = (math.copysign(1, lo + hi), math.floor(math.log10(small) + 1e-9)) if small > 0 else None
+        keys.append((lo, hi) if lo == hi or decade is None else decade)
     index = {k: i for i, k in enumerate(dict.fromkeys(keys))}
     return np.array([index[k] for k in keys], dtype=np.int64)
 

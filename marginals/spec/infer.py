@@ -150,8 +150,9 @@ def infer_spec(data: pd.DataFrame, accountant: Accountant, rho: float, delta: fl
         return Discretizer(partial)
     thresholded = [c for c in todo if partial["columns"][c].get("type") != "numeric"]
     _check_budget(accountant, rho, delta, thresholded)
-    ctx = _plan(df, partial, todo, rho, _Context(accountant, noise_source(rng, "rng"), {}, {},
-                                                 delta / max(1, len(thresholded)), tuple(partial["missing_markers"]), bins))
+    start = _Context(accountant, noise_source(rng, "rng"), {}, {}, delta / max(1, len(thresholded)),
+                     tuple(partial["missing_markers"]), bins)
+    ctx = _plan(df, partial, todo, rho, start)
     columns = {}
     for name, col in partial["columns"].items():
         done = _infer_column(name, df[name], col, ctx) if name in todo else col
@@ -213,7 +214,8 @@ def _plan(df: pd.DataFrame, partial: dict, todo: list, rho: float, ctx: _Context
         col = partial["columns"][name]
         kinds[name] = col.get("type")
         if kinds[name] is None:
-            _, missing, values = _parse(df[name], markers(list(col.get("missing_markers", ctx.markers)), f"column {name!r}"))
+            marks = markers(list(col.get("missing_markers", ctx.markers)), f"column {name!r}")
+            _, missing, values = _parse(df[name], marks)
             kinds[name] = _profile(name, values, missing, rho * PROFILE_SHARE / len(todo), ctx)
     rest = rho * (1 - PROFILE_SHARE * sum(partial["columns"][c].get("type") is None for c in todo) / len(todo))
     weights = {c: NUMERIC_WEIGHT if k == "numeric" else 1.0 for c, k in kinds.items()}

@@ -44,8 +44,6 @@ LEVEL_SHARES = (0.3, 0.35, 0.35)
 FALSE_CELLS = 0.01
 #: largest share of non-integer mass for which a column is still called integer.
 INTEGER_TOLERANCE = 0.05
-
-
 #: level-2 cells that can hold no value: the integer halves of fine cells without an integer.
 HOLDS_NONE = np.zeros(2 * N_FINE, dtype=bool)
 HOLDS_NONE[0::2] = (FINE_LOW != FINE_HIGH) & (np.ceil(FINE_LOW) >= FINE_HIGH)
@@ -121,20 +119,24 @@ def measure_shape(name: str, values: np.ndarray, missing: np.ndarray, rho: float
                   accountant: Accountant) -> Shape | None:
     """Measure the three levels for ``rho`` in total and estimate the column's shape (None: nothing passed)."""
     counts = level_counts(values, missing)
-    one = measure_counts(counts[0], (name,), GaussianMap(COUNT_SENSITIVITY).sigma(rho * LEVEL_SHARES[0]), source, accountant, label=f"spec {name}: level 1")
+    gauss = GaussianMap(COUNT_SENSITIVITY)
+    one = measure_counts(counts[0], (name,), gauss.sigma(rho * LEVEL_SHARES[0]), source, accountant,
+                         label=f"spec {name}: level 1")
     coarse = one.noisy_counts[1:]
     kept = np.where(coarse >= noise_floor(one.sigma, len(coarse)), coarse, 0.0)
     if not kept.any():
         return None
     units_needed = bool(kept[0::2][COARSE_UNITS].any())
-    level2 = GaussianMap(COUNT_SENSITIVITY).sigma(rho * (LEVEL_SHARES[1] + LEVEL_SHARES[2] * (not units_needed)))
+    level2 = gauss.sigma(rho * (LEVEL_SHARES[1] + LEVEL_SHARES[2] * (not units_needed)))
     two = measure_counts(counts[1], (name,), level2, source, accountant, label=f"spec {name}: level 2")
     fine = split(kept, 2 * COARSE_OF[np.arange(2 * N_FINE) // 2] + np.arange(2 * N_FINE) % 2, two.noisy_counts,
                  two.sigma, ~HOLDS_NONE)
+    if fine.sum() <= 0:  # only cells that can hold nothing passed (noise)
+        return None
     integer = bool(fine[1::2].sum() <= INTEGER_TOLERANCE * fine.sum())
     units = np.zeros(len(UNITS))
     if units_needed:
-        level3 = GaussianMap(COUNT_SENSITIVITY).sigma(rho * LEVEL_SHARES[2])
+        level3 = gauss.sigma(rho * LEVEL_SHARES[2])
         three = measure_counts(counts[2], (name,), level3, source, accountant, label=f"spec {name}: level 3")
         units = split(fine[0::2], UNIT_PARENT, three.noisy_counts, three.sigma)
         fine[2 * UNIT_PARENT] = 0.0  # their mass now sits on the unit cells

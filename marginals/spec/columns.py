@@ -7,8 +7,10 @@ the cell alone, see `marginals.cell_keys`). Missing values (blank, NA/NaN/None o
 marker) raise, get their own level (``"missing": "level"``) or drop their row (``"missing":
 "drop"``); values outside the categories raise, go to ``<other>`` or drop their row the same way
 (``"unseen"``). A numeric column with ``"non_numeric": "missing"`` treats text that is not a
-number as missing instead of raising. A rule's error names the column and the rule, never a
-private value or count (unless the data holder asks for them: ``show``).
+number as missing instead of raising; its optional ``"density"`` (pieces [low, high, weight],
+`marginals.spec.density`) shapes the values drawn inside each bin. A rule's error names the
+column and the rule, never a private value or count (unless the data holder asks for them:
+``show``).
 `marginals.spec.discretize.Discretizer` assembles the columns into a domain.
 """
 
@@ -178,7 +180,7 @@ class Column:
     def decode(self, codes: np.ndarray, numeric: str, rng: np.random.Generator | None,
                other_label: Any, missing_label: Any, typed: bool) -> Any:
         """Values of valid codes: categories (a `pandas.Categorical` when ``typed``), bin intervals,
-        bin midpoints or uniform draws inside the bins (see `Discretizer.inverse_transform`)."""
+        bin midpoints or draws inside the bins (following the density, if any; see `Discretizer.inverse_transform`)."""
         if self.kind == "numeric" and numeric != "interval":
             return self._sample(codes, rng) if numeric == "uniform" else self._midpoint(codes)
         extra = [other_label] * (self.other_code is not None) + [missing_label] * (self.missing_code is not None)

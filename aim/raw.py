@@ -37,7 +37,7 @@ from .release import Release
 from .release_config import SpecConfig, build_config
 
 #: default share of the privacy budget (rho) the DP spec inference may spend.
-SPEC_SHARE = 0.05
+SPEC_SHARE = 0.2
 #: share of delta reserved for the thresholded category histograms (when a column may need one).
 THRESHOLD_DELTA_SHARE = 0.1
 

@@ -24,6 +24,7 @@ import pandas as pd
 import pytest
 
 from aim import AIM, AIMConfig, Release, ReleaseFormatError, synthesize
+from aim.raw import SPEC_SHARE
 from aim.release_config import SpecConfig, build_config, check_config, from_flat
 from aim.storage import VERSION
 from ddssp import DDSSPLinearRegression
@@ -75,7 +76,7 @@ def test_a_raw_release_records_aim_and_the_budget_split(raw_release):
     split, aim = raw_release.spec_config(), raw_release.mechanism_config()
     ledger = raw_release.ledger
     assert list(raw_release.config) == ["mechanism", "spec"] and raw_release.config["spec"] == split.to_dict()
-    assert (split.epsilon, split.delta, split.threshold_delta, split.spec_share) == (2.0, 1e-6, 1e-7, 0.05)
+    assert (split.epsilon, split.delta, split.threshold_delta, split.spec_share) == (2.0, 1e-6, 1e-7, SPEC_SHARE)
     assert (raw_release.epsilon, raw_release.delta) == (2.0, 1e-6)  # the whole run's, from the spec part
     assert aim.epsilon == split.aim_epsilon < 2.0 and aim.delta == ledger.delta == 1e-6 - 1e-7
     assert cdp_rho(aim.epsilon, ledger.delta) + split.spec_rho <= ledger.rho * (1 + 1e-9)

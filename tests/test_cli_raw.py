@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from aim import Release
+from aim.raw import SPEC_SHARE
 from ddssp.cli import main
 from benchmarks.data import ADULT_RAW_COLUMNS, data_dir
 from marginals.privacy import BUDGET_RTOL, cdp_rho
@@ -46,19 +47,20 @@ def _synth(folder: Path, tmp_path: Path, *extra: str) -> list[str]:
 def test_raw_csv_without_spec_or_domain(raw_csv, tmp_path, capsys):
     assert main(_synth(raw_csv, tmp_path)) == 0
     out, err = capsys.readouterr()
-    assert "inferring the spec under DP with 5% of the budget (--spec-budget)" in err
+    assert f"inferring the spec under DP with {100 * SPEC_SHARE:g}% of the budget (--spec-budget)" in err
     assert "2,000" not in err and "2000" not in err  # no exact private row count on stderr
     assert "thresholded histograms (DP spec)" in out and "job: 2 categories" in out
     release = Release.load(tmp_path / "r.npz")
     spec_rho = sum(c.rho for c in release.ledger.charges if c.label.startswith("spec "))
-    assert 0 < spec_rho <= 0.05 * release.ledger.rho * (1 + 1e-12)
+    assert 0 < spec_rho <= SPEC_SHARE * release.ledger.rho * (1 + 1e-12)
     assert release.ledger.spent <= release.ledger.rho * (1 + BUDGET_RTOL)
     assert release.ledger.rho == cdp_rho(2.0, release.ledger.delta) and release.delta == 1e-9
     synth = pd.read_csv(tmp_path / "s.csv")
     assert list(synth.columns) == ["age", "job", "paid"]
     assert set(synth["job"].dropna()) <= {"clerk", "nurse", "<other>"} and "astronaut" not in release.spec["columns"]["job"]["categories"]
     assert set(synth["paid"].dropna()) <= {"no", "yes", "<other>"}
-    assert (synth["age"] == synth["age"].round()).all()  # integer ages, in years
+    ages = synth["age"].dropna()  # every inferred column has a missing level: a few blanks may come back
+    assert len(ages) > 0.9 * len(synth) and (ages == ages.round()).all()  # integer ages, in years
 
 
 def test_spec_budget_flag_and_midpoints(raw_csv, tmp_path, capsys):

@@ -16,7 +16,8 @@ from marginals import Accountant, InsecureSeedWarning
 from marginals.dataset import DataError
 from marginals.spec.columns import SpecError
 from marginals.privacy import BudgetExceeded
-from marginals.spec.infer import SpecInferenceWarning, THRESHOLD_MECHANISM, category_threshold, infer_spec
+from marginals.spec.infer import (NUMERIC_WEIGHT, PROFILE_SHARE, SpecInferenceWarning, THRESHOLD_MECHANISM,
+                                  category_threshold, infer_spec)
 
 pytestmark = pytest.mark.filterwarnings("ignore::marginals.randomness.InsecureSeedWarning")
 
@@ -127,9 +128,12 @@ def test_types_missing_levels_and_markers_are_inferred():
     assert cols["score"]["type"] == "numeric" and cols["score"]["integer"] is False and cols["score"]["missing"] == "level"
     assert cols["sex"]["categories"] == ["F", "M"] and cols["sex"]["missing"] == "level"  # always: nothing measured
     labels = [c.label for c in acct.charges]
-    assert labels == ["spec age: type profile", "spec age: numeric histogram", "spec job: type profile",
-                      "spec job: categories", "spec score: type profile",
-                      "spec score: numeric histogram", "spec sex: type profile", "spec sex: categories"]
+    assert labels == ["spec age: type profile", "spec job: type profile", "spec score: type profile",
+                      "spec sex: type profile", "spec age: level 1", "spec age: level 2", "spec age: level 3",
+                      "spec job: categories", "spec score: level 1", "spec score: level 2", "spec sex: categories"]
+    profiles, age = sum(c.rho for c in acct.charges[:4]), sum(c.rho for c in acct.charges[4:7])
+    job = acct.charges[7].rho
+    assert profiles == pytest.approx(2.0 * PROFILE_SHARE, rel=1e-6) and age == pytest.approx(NUMERIC_WEIGHT * job, rel=1e-6)
     assert cols["sex"]["unseen"] == "other" and cols["job"]["unseen"] == "other"  # always, nothing measured
     assert acct.spent <= 2.0 * (1 + 1e-12)
 
@@ -141,9 +145,9 @@ def test_declared_columns_cost_nothing_and_stay_as_declared():
     acct = Accountant(1.0)
     spec = infer_spec(df, acct, rho=0.5, delta=1e-9, schema=schema, rng=6).to_spec()
     assert acct.charges == () and spec["columns"]["job"]["categories"] == ["a", "b"]
-    schema["columns"]["age"] = "numeric"  # now only age is inferred: one charge, named for it
+    schema["columns"]["age"] = "numeric"  # now only age is inferred: its three levels, named for it
     spec = infer_spec(df, acct, rho=0.5, delta=1e-9, schema=schema, rng=6).to_spec()
-    assert [c.label for c in acct.charges] == ["spec age: numeric histogram"]
+    assert [c.label for c in acct.charges] == [f"spec age: level {k}" for k in (1, 2, 3)]
     assert spec["columns"]["job"] == {"type": "categorical", "categories": ["a", "b"]}
 
 

@@ -1,5 +1,6 @@
 """Discretization specs: how raw columns become coded attributes (`columns`: one column's rules;
-`grid`: numeric bin edges; `public`: drafts and gaps; `discretize`: the `Discretizer`), and
+`grid`, `tree`, `density`: the public tree over the number line, a numeric column's DP
+histogram on it, bin edges and in-bin draws from it; `public`: drafts and gaps; `discretize`: the `Discretizer`), and
 `infer`: completing a draft from the private rows under DP, on the caller's ledger."""
 
 from .discretize import Discretizer

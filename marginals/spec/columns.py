@@ -7,8 +7,10 @@ the cell alone, see `marginals.cell_keys`). Missing values (blank, NA/NaN/None o
 marker) raise, get their own level (``"missing": "level"``) or drop their row (``"missing":
 "drop"``); values outside the categories raise, go to ``<other>`` or drop their row the same way
 (``"unseen"``). A numeric column with ``"non_numeric": "missing"`` treats text that is not a
-number as missing instead of raising. A rule's error names the column and the rule, never a
-private value or count (unless the data holder asks for them: ``show``).
+number as missing instead of raising; its optional ``"density"`` (pieces [low, high, weight],
+`marginals.spec.density`) shapes the values drawn inside each bin. A rule's error names the
+column and the rule, never a private value or count (unless the data holder asks for them:
+``show``).
 `marginals.spec.discretize.Discretizer` assembles the columns into a domain.
 """
 
@@ -26,6 +28,7 @@ import pandas as pd
 from ..cell_keys import column_keys, key_numbers
 from ..dataset import DataError, _example
 from ..domain import code_dtype
+from . import density as densities
 
 UNSEEN_OPTIONS = ("error", "other", "drop")
 MISSING_OPTIONS = ("error", "level", "drop")
@@ -36,7 +39,7 @@ MISSING_LABEL = "<missing>"
 _COMMON_KEYS = {"type", "missing", "missing_markers", "note"}
 KEYS = {
     "categorical": _COMMON_KEYS | {"categories", "aliases", "unseen"},
-    "numeric": _COMMON_KEYS | {"lo", "hi", "bins", "edges", "integer", "non_numeric"},
+    "numeric": _COMMON_KEYS | {"lo", "hi", "bins", "edges", "integer", "non_numeric", "density"},
 }
 
 
@@ -112,6 +115,7 @@ class Column:
     edges: np.ndarray | None = None  # numeric
     integer: bool = False
     text_is_missing: bool = False
+    density: np.ndarray | None = None  # numeric: pieces (low, high, weight), see `marginals.spec.density`
 
     @property
     def size(self) -> int:
@@ -180,7 +184,7 @@ class Column:
     def decode(self, codes: np.ndarray, numeric: str, rng: np.random.Generator | None,
                other_label: Any, missing_label: Any, typed: bool) -> Any:
         """Values of valid codes: categories (a `pandas.Categorical` when ``typed``), bin intervals,
-        bin midpoints or uniform draws inside the bins (see `Discretizer.inverse_transform`)."""
+        bin midpoints or draws inside the bins (following the density, if any; see `Discretizer.inverse_transform`)."""
         if self.kind == "numeric" and numeric != "interval":
             return self._sample(codes, rng) if numeric == "uniform" else self._midpoint(codes)
         extra = [other_label] * (self.other_code is not None) + [missing_label] * (self.missing_code is not None)
@@ -203,11 +207,19 @@ class Column:
         b = np.where(missing, 0, c)
         if self.integer:
             low, high = (e[b].astype(np.int64) for e in integer_range(self.edges))
-            return self._integers(rng.integers(low, high, endpoint=True), missing)
-        hi = self.edges[b + 1]
-        vals = rng.uniform(self.edges[b], hi)
-        last = b == len(self.edges) - 2  # the last bin is closed; the others exclude their upper edge
-        return np.where(missing, np.nan, np.where(last, vals, np.minimum(vals, np.nextafter(hi, -np.inf))))
+            vals = rng.integers(low, high, endpoint=True)
+        else:
+            hi = self.edges[b + 1]
+            vals = rng.uniform(self.edges[b], hi)
+            last = b == len(self.edges) - 2  # the last bin is closed; the others exclude their upper edge
+            vals = np.where(last, vals, np.minimum(vals, np.nextafter(hi, -np.inf)))
+        if self.density is not None:  # inside the bins the density covers, follow it
+            bounds = integer_range(self.edges) if self.integer else (self.edges[:-1], self.edges[1:])
+            shaped, drawn = densities.draw(self.density, self.integer, *bounds, b, rng)
+            vals = np.where(drawn, shaped, vals).astype(vals.dtype)
+        if self.integer:
+            return self._integers(vals, missing)
+        return np.where(missing, np.nan, vals)
 
     def _midpoint(self, c: np.ndarray) -> pd.arrays.IntegerArray | np.ndarray:
         missing = self._missing(c)
@@ -317,13 +329,31 @@ def _numeric(name: str, spec: Mapping, where: str, marks: tuple, defaults: dict)
     text = choice(spec, "non_numeric", NON_NUMERIC_OPTIONS, "error", where)
     labels = [f"[{fmt_number(a)}, {fmt_number(b)})" for a, b in zip(edges[:-1], edges[1:])]
     labels[-1] = labels[-1][:-1] + "]"  # the last bin is closed
-    col = Column(name, "numeric", labels, marks, edges=edges, integer=integer, text_is_missing=text == "missing")
+    col = Column(name, "numeric", labels, marks, edges=edges, integer=integer, text_is_missing=text == "missing",
+                 density=_density(spec, edges, integer, where))
     if integer:
         low, high = integer_range(edges)
         if (low > high).any():
             i = int(np.flatnonzero(low > high)[0])
             raise SpecError(f"{where}: bin {labels[i]} holds no integer but the column is marked \"integer\": true")
     return col
+
+
+def _density(spec: Mapping, edges: np.ndarray, integer: bool, where: str) -> np.ndarray | None:
+    """The optional 'density': pieces [low, high, weight] inside the edges (integers in an integer column)."""
+    raw = spec.get("density")
+    if raw is None:
+        return None
+    ok = isinstance(raw, list) and raw and all(isinstance(p, list) and len(p) == 3 for p in raw)
+    if not ok:
+        raise SpecError(f"{where}: 'density' must be a non-empty list of [low, high, weight], got {raw!r}")
+    pieces = np.array([[_number({"density": v}, "density", where) for v in p] for p in raw], dtype=np.float64)
+    bad = ((pieces[:, 0] > pieces[:, 1]) | (pieces[:, 2] < 0) | (pieces[:, 0] < edges[0]) | (pieces[:, 1] > edges[-1])
+           | (integer & (pieces[:, :2] != np.round(pieces[:, :2])).any(axis=1)))
+    if bad.any() or pieces[:, 2].sum() <= 0:
+        raise SpecError(f"{where}: 'density' pieces need low <= high inside the edges (integers when \"integer\": "
+                        f"true) and weights >= 0, not all 0; got {raw[int(np.argmax(bad))]!r}")
+    return pieces
 
 
 def integer_range(edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -213,7 +213,8 @@ class Discretizer:
                           missing_label: Any = np.nan, typed: bool = False) -> pd.DataFrame:
         """Readable values of coded rows: categories, ``other_label``, ``missing_label`` (NaN by default),
         and numeric bins as interval strings, bin midpoints (``numeric="midpoint"``) or values drawn
-        uniformly inside their bin (``numeric="uniform"``, needs ``rng``); integers for ``"integer": true``
+        inside their bin (``numeric="uniform"``, needs ``rng``: following the column's ``"density"``
+        where it has one, `marginals.spec.density`, else uniformly); integers for ``"integer": true``
         columns. ``typed=True`` gives categorical columns (and interval labels) as `pandas.Categorical`
         with the spec's categories in order (plus ``other_label``), missing values as NaN."""
         if numeric not in NUMERIC_DECODINGS:

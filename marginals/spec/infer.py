@@ -2,7 +2,10 @@
 
 `infer_spec` starts from the public draft (`marginals.spec.public.draft_spec`) and infers, per
 column, only what the schema leaves open; a column the schema describes fully costs nothing.
-The budget ``rho`` is split equally over the columns to infer. Neighbouring tables differ by one
+The budget ``rho`` is split over the columns to infer in two rounds: each untyped column's type
+profile first (`PROFILE_SHARE` of an equal part), then the rest by the (declared or noisy) types,
+a numeric column weighing `NUMERIC_WEIGHT` categorical ones (`_plan`: public information and noisy
+outputs only). Neighbouring tables differ by one
 row (added or removed), and a row holds one value per column, so every histogram below has L2
 sensitivity 1. Only noisy counts are read after the measurement; nothing else from the rows
 reaches the spec (no un-noised category, minimum, maximum or quantile).
@@ -14,10 +17,12 @@ the category histogram and the numeric histogram below each move by one count). 
 rule of the schema is checked on the rows before anything is charged (`check_rules`).
 
 - Type (when the schema gives none): the counts (missing, number, text) with discrete Gaussian
-  noise (`marginals.mechanisms.measure_counts`), `PROFILE_SHARE` of the column's budget; numeric
-  when the noisy number count exceeds the noisy text count.
-- Numeric bounds and bin edges: one discrete Gaussian measurement of the counts over a public
-  grid, read as described in `marginals.spec.grid`. Text in an inferred numeric column is missing.
+  noise (`marginals.mechanisms.measure_counts`); numeric when the noisy number count exceeds the
+  noisy text count.
+- Numeric bounds, bin edges and the density inside the bins: a DP hierarchical histogram on a
+  public tree over the number line (`marginals.spec.tree`, three levels, each of L2 sensitivity 1),
+  edges at its quantiles with a bin for every large atom such as exact zeros
+  (`marginals.spec.density`). Text in an inferred numeric column is missing.
 - Categories: a thresholded histogram. The noisy count X_k + Z_k of every *observed* value k
   (Z_k discrete Gaussian with variance parameter s^2, `marginals.exact`) is released when it
   reaches the threshold tau. With a seeded (test) source each key's noise has its own stream (`keyed_noise`), so two
@@ -71,7 +76,7 @@ import hashlib
 import math
 import re
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
@@ -88,11 +93,15 @@ from ..mechanisms import COUNT_SENSITIVITY, measure_counts
 from ..privacy import Accountant, BudgetExceeded
 from ..randomness import InsecureRandom, RandomSource, noise_source
 from .columns import OTHER_LABEL, SpecError, compile_column, markers
-from .grid import cell_counts, edges_from_noisy
+from . import density
+from .tree import measure_shape
 from .public import DEFAULT_BINS, draft_spec, spec_gaps
 
-#: share of an untyped column's budget spent on deciding its type.
-PROFILE_SHARE = 0.1
+#: share of an untyped column's equal part of rho spent on deciding its type (3 counts over all rows).
+PROFILE_SHARE = 0.05
+#: a numeric column's weight in the split of rho after the type profiles (a categorical one weighs 1):
+#: its bounds, edges and density take three measurements on a tree (`marginals.spec.tree`).
+NUMERIC_WEIGHT = 2.0
 THRESHOLD_MECHANISM = "thresholded_discrete_gaussian"
 _INTEGER = re.compile(r"-?\d{1,15}")
 
@@ -114,7 +123,8 @@ def category_threshold(variance: Fraction | float, delta: float) -> int:
 class _Context:
     accountant: Accountant
     source: RandomSource
-    rho: float  # per column
+    rho: dict  # per column to infer, after its type profile
+    kinds: dict  # per column to infer: 'numeric' or 'categorical'
     delta: float  # per categorical histogram
     markers: tuple
     bins: int
@@ -146,8 +156,9 @@ def infer_spec(data: pd.DataFrame, accountant: Accountant, rho: float, delta: fl
         return Discretizer(partial).with_exclusions()
     thresholded = [c for c in todo if partial["columns"][c].get("type") != "numeric"]
     _check_budget(accountant, rho, delta, thresholded)
-    ctx = _Context(accountant, noise_source(rng, "rng"), rho / len(todo), delta / max(1, len(thresholded)),
-                   tuple(partial["missing_markers"]), bins)
+    start = _Context(accountant, noise_source(rng, "rng"), {}, {}, delta / max(1, len(thresholded)),
+                     tuple(partial["missing_markers"]), bins)
+    ctx = _plan(df, partial, todo, rho, start)
     columns = {}
     for name, col in partial["columns"].items():
         done = _infer_column(name, df[name], col, ctx) if name in todo else col
@@ -201,14 +212,29 @@ def _check_budget(accountant: Accountant, rho: float, delta: float, thresholded:
                          f"(got {delta}), or declare their categories or type 'numeric' in the schema")
 
 
+def _plan(df: pd.DataFrame, partial: dict, todo: list, rho: float, ctx: _Context) -> _Context:
+    """Profile every untyped column (`PROFILE_SHARE` of an equal part of ``rho`` each), then split the
+    rest over the columns by their (declared or noisy) types, a numeric column weighing `NUMERIC_WEIGHT`:
+    the split reads public information and noisy outputs only."""
+    kinds = {}
+    for name in todo:
+        col = partial["columns"][name]
+        kinds[name] = col.get("type")
+        if kinds[name] is None:
+            marks = markers(list(col.get("missing_markers", ctx.markers)), f"column {name!r}")
+            _, missing, values = _parse(df[name], marks)
+            kinds[name] = _profile(name, values, missing, rho * PROFILE_SHARE / len(todo), ctx)
+    rest = rho * (1 - PROFILE_SHARE * sum(partial["columns"][c].get("type") is None for c in todo) / len(todo))
+    weights = {c: NUMERIC_WEIGHT if k == "numeric" else 1.0 for c, k in kinds.items()}
+    total = sum(weights.values())
+    return replace(ctx, rho={c: rest * w / total for c, w in weights.items()}, kinds=kinds)
+
+
 def _infer_column(name: str, s: pd.Series, col: dict, ctx: _Context) -> dict | None:
     """One column's spec: its declared keys plus what the noisy measurements give (None: nothing kept)."""
     marks = markers(list(col.get("missing_markers", ctx.markers)), f"column {name!r}")
     keys, missing, values = _parse(s, marks)
-    rho, kind = ctx.rho, col.get("type")
-    if kind is None:
-        kind = _profile(name, values, missing, rho * PROFILE_SHARE, ctx)
-        rho *= 1 - PROFILE_SHARE
+    rho, kind = ctx.rho[name], ctx.kinds[name]
     if kind == "categorical":
         return _categorical(name, keys, missing, col, rho, ctx)
     return _numeric(name, values, missing, col, rho, ctx)
@@ -293,15 +319,36 @@ def _categorical(name: str, keys: np.ndarray, missing: np.ndarray, col: dict, rh
 
 
 def _numeric(name: str, values: np.ndarray, missing: np.ndarray, col: dict, rho: float, ctx: _Context) -> dict | None:
-    counts = cell_counts(values, missing | np.isnan(values))
-    m = measure_counts(counts, (name,), _sigma(rho), ctx.source, ctx.accountant, label=f"spec {name}: numeric histogram")
-    found = edges_from_noisy(m.noisy_counts[1:], m.sigma, col.get("bins", ctx.bins), col.get("integer"))
-    if found is None:
+    shape = measure_shape(name, values, missing | np.isnan(values), rho, ctx.source, ctx.accountant)
+    if shape is None:
         return None
-    edges, integer = found
+    integer = col.get("integer", shape.integer)
+    pieces = _as_kind(shape.pieces, shape.integer, integer)
+    if not len(pieces):
+        return None
+    edges = density.edges(pieces, integer, col.get("bins", ctx.bins))
+    pieces = pieces[(pieces[:, 0] >= edges[0]) & (pieces[:, 1] <= edges[-1])]
     out = {k: v for k, v in col.items() if k not in ("bins", "lo", "hi")}
-    out.update(type="numeric", edges=edges, integer=integer)
+    out.update(type="numeric", edges=edges, integer=integer,
+               density=[[_plain(lo), _plain(hi), float(f"{w / pieces[:, 2].sum():.4g}")] for lo, hi, w in pieces])
     out.setdefault("non_numeric", "missing")
     out.setdefault("missing", "level")  # always (see the module docstring)
-    out.setdefault("note", f"bounds and bin edges from a DP histogram on a public log grid (noise sigma {m.sigma:.4g})")
+    out.setdefault("note", "bounds, bin edges and the density inside the bins from a DP hierarchical histogram on a "
+                           f"public tree over the number line (level-1 noise sigma {shape.sigma:.4g})")
     return out
+
+
+def _as_kind(pieces: np.ndarray, found: bool, integer: bool) -> np.ndarray:
+    """Pieces read as the declared kind: integer ranges as stretches [low, high + 1), or intervals as their integers."""
+    low, high, weight = pieces.T
+    if found == integer:
+        return pieces
+    if not integer:
+        return np.column_stack([low, high + (high > low), weight])
+    first, last = np.ceil(low), np.where(low == high, low, np.ceil(high) - 1)
+    keep = (first <= last) & ((low != high) | (low == first))
+    return np.column_stack([first, last, weight])[keep]
+
+
+def _plain(x: float) -> int | float:
+    return int(x) if float(x).is_integer() else float(x)

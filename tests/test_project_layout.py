@@ -116,3 +116,20 @@ def test_the_gaussian_privacy_map_is_written_once():
     homes = {str(p.relative_to(ROOT)) for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")
              if pattern.search(p.read_text())}
     assert homes == {"marginals/maps.py"}
+
+
+def test_the_main_job_installs_no_test_only_dependency():
+    """`scripts/main.sh` installs the package with the `progress` extra only (issue 24: a light first run)."""
+    import re
+    import tomllib
+
+    scripts = ROOT / "scripts"
+    main, venv = (scripts / "main.sh").read_text(), (scripts / "_venv.sh").read_text()
+    assert "_venv.sh" in main and not re.search(r"^\s*extras=", main, re.M)  # the main job takes the default
+    default = re.search(r'^extras="\$\{extras:-([\w,]+)\}"', venv, re.M)
+    assert default is not None and default.group(1) == "progress"
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    heavy = {"pytest", "jax", "numpyro", "dask", "pyarrow", "hypothesis", "matplotlib"}
+    names = {re.split(r"[\[<>=~ ]", dep)[0] for dep in extras["progress"]}
+    assert names == {"tqdm"} and not names & heavy
+    assert heavy <= {re.split(r"[\[<>=~ ]", dep)[0] for dep in extras["test"]}  # a control: the test extra holds them

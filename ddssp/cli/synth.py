@@ -208,7 +208,8 @@ def add_input_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--spec", metavar="JSON",
                    help="a public discretization spec for raw --data; synthetic rows are decoded back to values")
     p.add_argument("--numeric", choices=["uniform", "midpoint", "interval"], default="uniform",
-                   help="raw data: decoded numeric bins as values drawn uniformly inside the bin (default), "
+                   help="raw data: decoded numeric bins as values drawn inside the bin (default; following the spec's DP "
+                        "density when it has one, else uniformly), "
                         "bin midpoints, or interval labels")
     p.add_argument("--decode", action=Renamed,
                    const="--numeric uniform|midpoint|interval (--decode is discretize's CSV of codes)")

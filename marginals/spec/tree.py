@@ -74,29 +74,36 @@ def split(parent_mass: np.ndarray, parent_of: np.ndarray, noisy: np.ndarray, sig
     tested = 2 * int(np.isin(parent_of, alive).sum())
     for p in alive:
         kids = np.flatnonzero((parent_of == p) & possible)
-        end = p in (alive[0], alive[-1])
+        end = (p == alive[0], p == alive[-1])  # holds the data's lower / upper end
         found = _runs(noisy[kids], sigma, tested, end)
         rest = parent_mass[p] - found.sum()  # what the runs leave: all children (at an end: see _span)
-        spread = _span(noisy[kids], sigma, tested) if end else np.ones(len(kids))
+        spread = _span(noisy[kids], sigma, tested, end) if any(end) else np.ones(len(kids))
         out[kids] = found * min(1.0, parent_mass[p] / max(found.sum(), 1e-300)) + max(rest, 0.0) * spread / spread.sum()
     return out
 
 
-def _span(noisy: np.ndarray, sigma: float, tested: int) -> np.ndarray:
+def _span(noisy: np.ndarray, sigma: float, tested: int, end: tuple[bool, bool]) -> np.ndarray:
     """The cells between the data's ends inside one cell: from the first whose prefix sum of noisy
-    counts (k cells) reaches the noise floor of sigma sqrt(k), to the last whose suffix sum does
-    (when they cross: from the first to the last within one sigma of the largest)."""
+    counts (k cells) reaches the noise floor of sigma sqrt(k), to the last whose suffix sum does.
+    When they cross (too little signal to place the end), a cell that holds only the data's upper
+    end gives everything to its lowest child and one holding only the lower end to its highest
+    (both within the data's range whenever the cell holds data); one holding both ends, to the
+    children within one sigma of the largest."""
     floor = noise_floor(sigma, tested) * np.sqrt(np.arange(1, len(noisy) + 1))
     rise = np.flatnonzero(np.cumsum(noisy) >= floor)
     fall = np.flatnonzero(np.cumsum(noisy[::-1]) >= floor)
     first, last = (rise[0], len(noisy) - 1 - fall[0]) if len(rise) and len(fall) else (0, -1)
-    if first > last:
+    if first > last and end == (False, True):
+        first = last = 0
+    elif first > last and end == (True, False):
+        first = last = len(noisy) - 1
+    elif first > last:
         near = np.flatnonzero(noisy >= noisy.max() - sigma)
         first, last = near[0], near[-1]
     return (np.arange(len(noisy)) >= first) & (np.arange(len(noisy)) <= last)
 
 
-def _runs(noisy: np.ndarray, sigma: float, tested: int, end: bool) -> np.ndarray:
+def _runs(noisy: np.ndarray, sigma: float, tested: int, end: tuple[bool, bool]) -> np.ndarray:
     """Mass found in runs of 1, 2, 4, ... neighbouring cells: the part of a run's noisy sum that finer
     runs left unexplained, kept when it reaches the run's noise floor (sigma sqrt(size)) and given
     to its cells evenly (at an end of the data: to its `_span`)."""
@@ -108,7 +115,7 @@ def _runs(noisy: np.ndarray, sigma: float, tested: int, end: bool) -> np.ndarray
             run = slice(start, start + size)
             rest = noisy[run].sum() - mass[run].sum()
             if rest >= noise_floor(sigma * math.sqrt(size), tested):
-                share = _span(noisy[run], sigma, tested) if end else np.ones(len(noisy[run]))
+                share = _span(noisy[run], sigma, tested, end) if any(end) else np.ones(len(noisy[run]))
                 mass[run] += rest * share / share.sum()
         if size >= n:
             return np.maximum(mass, 0.0)

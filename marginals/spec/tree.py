@@ -65,7 +65,7 @@ def noise_floor(sigma: float, cells: int) -> float:
 
 
 def split(parent_mass: np.ndarray, parent_of: np.ndarray, noisy: np.ndarray, sigma: float,
-          possible: np.ndarray | None = None) -> np.ndarray:
+          possible: np.ndarray | None = None, units: bool = False) -> np.ndarray:
     """Children's masses from their parents' masses (indexed along the line) and their own noisy counts
     (children of one parent in order along the line; ``possible``: those that can hold values at all)."""
     possible = np.ones(len(noisy), dtype=bool) if possible is None else possible
@@ -75,6 +75,7 @@ def split(parent_mass: np.ndarray, parent_of: np.ndarray, noisy: np.ndarray, sig
     for p in alive:
         kids = np.flatnonzero((parent_of == p) & possible)
         end = (p == alive[0], p == alive[-1])  # holds the data's lower / upper end
+        end = end if units or not any(end) else (True, True)  # one-sided placement: unit integers only
         found = _runs(noisy[kids], sigma, tested, end)
         rest = parent_mass[p] - found.sum()  # what the runs leave: all children (at an end: see _span)
         spread = _span(noisy[kids], sigma, tested, end) if any(end) else np.ones(len(kids))
@@ -85,10 +86,11 @@ def split(parent_mass: np.ndarray, parent_of: np.ndarray, noisy: np.ndarray, sig
 def _span(noisy: np.ndarray, sigma: float, tested: int, end: tuple[bool, bool]) -> np.ndarray:
     """The cells between the data's ends inside one cell: from the first whose prefix sum of noisy
     counts (k cells) reaches the noise floor of sigma sqrt(k), to the last whose suffix sum does.
-    When they cross (too little signal to place the end), a cell that holds only the data's upper
-    end gives everything to its lowest child and one holding only the lower end to its highest
-    (both within the data's range whenever the cell holds data); one holding both ends, to the
-    children within one sigma of the largest."""
+    When they cross (too little signal to place the end), a fine cell split into unit integers that
+    holds only the data's upper end gives everything to its lowest integer and one holding only the
+    lower end to its highest (both inside the data's range whenever the cell holds data: no 17 in a
+    1..16 column); otherwise (a coarse cell's fine cells, or a cell holding both ends) the children
+    within one sigma of the largest get it."""
     floor = noise_floor(sigma, tested) * np.sqrt(np.arange(1, len(noisy) + 1))
     rise = np.flatnonzero(np.cumsum(noisy) >= floor)
     fall = np.flatnonzero(np.cumsum(noisy[::-1]) >= floor)
@@ -145,7 +147,7 @@ def measure_shape(name: str, values: np.ndarray, missing: np.ndarray, rho: float
     if units_needed:
         level3 = gauss.sigma(rho * LEVEL_SHARES[2])
         three = measure_counts(counts[2], (name,), level3, source, accountant, label=f"spec {name}: level 3")
-        units = split(fine[0::2], UNIT_PARENT, three.noisy_counts, three.sigma)
+        units = split(fine[0::2], UNIT_PARENT, three.noisy_counts, three.sigma, units=True)
         fine[2 * UNIT_PARENT] = 0.0  # their mass now sits on the unit cells
     return Shape(_pieces(fine, units, integer), integer, float(one.noisy_counts[0]), one.sigma)
 

@@ -11,7 +11,8 @@ neighbouring inputs neighbouring (a DP baseline's guarantee on the kept rows hol
 `condition_on_classes` returns the source a fit reads: a `Dataset` filtered to the kept rows, or a
 `ClassMarginals` (`ClassModel` for a fitted model) whose marginals query each clique together with
 the target, slice the target to its classes and sum it out where it was not asked. Class codes are
-0 and 1 in the conditioned domain (the regular levels come first, so they are unchanged).
+0 and 1 in the conditioned domain (the regular levels come first, so they are unchanged). A fitted
+model predicts only the two classes; its ``score`` counts a true ``<other>`` / ``<missing>`` as wrong.
 """
 
 from __future__ import annotations

@@ -87,6 +87,9 @@ def test_conditioned_marginals_equal_the_marginals_of_the_kept_rows():
         np.testing.assert_array_equal(got, want)
     assert isinstance(condition_on_classes(data, CLASSES), Dataset)
     np.testing.assert_array_equal(condition_on_classes(data, CLASSES).to_df(), filtered.to_df())
+    weights = np.arange(len(data), dtype=float)
+    weighted = condition_on_classes(Dataset(data.to_df(), data.domain, weights=weights), CLASSES)
+    np.testing.assert_array_equal(weighted.weights, weights[data.column("t") < 2])
 
 
 def test_ddssp_through_the_wrapper_equals_a_fit_on_the_kept_rows():

@@ -47,6 +47,7 @@ from marginals.spec.discretize import drop_causes
 
 from .encoding import Encoding, EncodingOptions, build_encoding, read_codes
 from .inputs import FitInput, predict_table, resolve_fit, sub_discretizer
+from .target_levels import TargetClasses, class_index, condition_on_classes, target_classes
 
 
 def released_attributes(estimator: Any) -> dict[str, str]:
@@ -97,13 +98,19 @@ class EncodedLinearModel:
         """Fit on a release or other marginal source, a DataFrame holding the target, or ``X, y``.
 
         The public domain of a DataFrame or of ``X, y`` is the ``domain`` hyperparameter: a
-        `Domain`, a `Discretizer` (raw values) or an int number of levels.
+        `Domain`, a `Discretizer` (raw values) or an int number of levels. A logistic target whose
+        spec gives two classes besides ``<other>`` / ``<missing>`` is fitted on the rows of those two
+        classes (`ddssp.target_levels`).
         """
         self._check_params()
         data = self._resolve(X, y)
-        encoding = self._encoding(data.source.domain, self._task, data.target)
-        self._set_inputs(data, encoding)
-        self._fit_encoded(data.source, encoding)
+        source, classes = data.source, None
+        if _is_logistic(self):
+            classes = target_classes(data.discretizer, source.domain, data.target)
+            source = source if classes is None else condition_on_classes(source, classes)
+        encoding = self._encoding(source.domain, self._task, data.target)
+        self._set_inputs(data, encoding, classes)
+        self._fit_encoded(source, encoding)
         return self
 
     def _resolve(self, X: Any, y: Any) -> FitInput:
@@ -127,7 +134,7 @@ class EncodedLinearModel:
             raise TypeError(f"encoding must be an EncodingOptions or None, got {type(options).__name__}")
         return build_encoding(domain, target, task, self.categorical, options)
 
-    def _set_inputs(self, data: FitInput, encoding: Encoding) -> None:
+    def _set_inputs(self, data: FitInput, encoding: Encoding, classes: TargetClasses | None = None) -> None:
         disc = data.discretizer
         self.__dict__.pop("coef_", None)  # a refit that fails leaves no stale coefficients
         self.encoding_ = encoding
@@ -142,8 +149,9 @@ class EncodedLinearModel:
             [n for f in encoding.features for n in (f.labelled(disc.labels(f.attr)) if disc else f.names)], dtype=object
         )
         if _is_logistic(self):
-            labels = disc.labels(data.target) if disc else [0, 1]
-            self.classes_ = np.array(labels, dtype=object if disc else np.int64)
+            self.target_classes_ = classes
+            labels = list(classes.labels) if classes is not None else [0, 1]
+            self.classes_ = np.array(labels, dtype=object if classes is not None else np.int64)
 
     def _set_solution(self, theta: np.ndarray, encoding: Encoding) -> None:
         theta = np.asarray(theta, dtype=np.float64)
@@ -214,16 +222,23 @@ class EncodedLinearModel:
         return self.encoding_.decode_target(values)
 
     def target_codes(self, y: Any) -> np.ndarray:
-        """The codes of target values ``y`` (raw values through the spec when the model has one)."""
+        """The codes of target values ``y`` (raw values through the spec when the model has one); a logistic
+        model fitted on two classes of a spec gives each value's class index, -1 for ``<other>`` / ``<missing>``."""
         self._check_fitted()
         target = self.encoding_.target
         frame = pd.DataFrame({target: np.asarray(y).ravel()})
         if self.discretizer_ is not None:
             frame = sub_discretizer(self.discretizer_, [target]).transform_df(frame)
+        classes = getattr(self, "target_classes_", None)
+        if classes is not None and classes.conditioned:
+            return class_index(read_codes(frame, self.discretizer_.domain, [target])[target], classes)
         return read_codes(frame, self.encoding_.domain, [target])[target]
 
     def score(self, X: Any, y: Any, sample_weight: Any = None) -> float:
-        """Accuracy (logistic) or R^2 on the target's code scale (linear) of the predictions of ``X`` against ``y``."""
+        """Accuracy (logistic) or R^2 on the target's code scale (linear) of the predictions of ``X`` against ``y``.
+
+        Logistic: a true value the spec codes as ``<other>`` / ``<missing>`` is never predicted, so it
+        counts as wrong (as in ``accuracy_score(y, predict(X))``)."""
         codes = self.target_codes(y)
         scores = self._linear_score(X)
         if _is_logistic(self):
@@ -241,7 +256,10 @@ class LogisticClassifier(EncodedLinearModel, ClassifierMixin, BaseEstimator):
     """Base of the logistic-regression estimators (binary: a 2-level target)."""
 
     _task = "logistic"
-    _released_attributes = {"classes_": "the two classes: the public domain's codes or the spec's labels"}
+    _released_attributes = {
+        "classes_": "the two classes: the public domain's codes or the spec's labels",
+        "target_classes_": "the target's two classes and their codes: read off the public spec (None without one)",
+    }
 
 
 class ModelSelectionBudgetWarning(UserWarning):

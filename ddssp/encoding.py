@@ -255,9 +255,9 @@ def _target_encoding(domain: Domain, target: str, task: str, options: EncodingOp
     if task == "logistic":
         if m != 2:
             raise ValueError(
-                f"logistic target {target!r} must have exactly 2 levels (codes 0/1), but the domain gives it {m}; "
-                "a spec inferred from raw rows adds <other> and <missing> levels to every column: declare the "
-                "target closed in the schema (its two categories with \"unseen\": \"error\", \"missing\": \"error\")"
+                f"logistic target {target!r} must have exactly 2 levels (codes 0/1), but the domain gives it {m}: "
+                "recode it to two levels, or fit through a logistic estimator with the spec, which leaves out the "
+                "rows of a spec's <other>/<missing> levels (ddssp.target_levels)"
             )
         if options.values is not None and target in options.values:
             raise ValueError(f"values cannot be given for the logistic target {target!r} (it is encoded -1/+1)")

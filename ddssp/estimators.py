@@ -30,6 +30,7 @@ from .encoding import Encoding, EncodingOptions
 from .inputs import DomainLike
 from .solvers import DEFAULT_RIDGE, fit_encoded, quadratic_logistic_solution, solve_normal_equations
 from .statistics import sufficient_statistics
+from .target_levels import unconditioned
 
 #: What a DD-SSP fit holds besides ``coef_`` & co.: all read off its source, so on a release all of it is
 #: post-processing of the release (on private rows DD-SSP claims no privacy at all).
@@ -115,8 +116,11 @@ class DDSSPLogisticRegression(CoefficientIntervalMixin, LogisticClassifier):
         ridge: numerical safeguard added to X^T X (default 1e-12, absolute).
         interval, n_boot, interval_alpha, interval_kind, random_state, progress: as for `DDSSPLinearRegression`.
 
+    A target whose spec adds ``<other>`` / ``<missing>`` to two classes (any DP-inferred spec) is fitted
+    on the rows of those classes (`ddssp.target_levels`: exact, from 3-way marginals with the target).
+
     Learned: as `DDSSPLinearRegression` (intervals included), plus ``classes_`` ([0, 1], or the spec's
-    labels), ``cheb_coef_`` (Chebyshev-basis coefficients in t = s / radius, numpy convention) and
+    two class labels), ``target_classes_``, ``cheb_coef_`` (Chebyshev-basis coefficients in t = s / radius, numpy convention) and
     ``monomial_coef_`` (b_0, b_1, b_2 in s).
     """
 
@@ -165,7 +169,7 @@ class DDSSPLogisticRegression(CoefficientIntervalMixin, LogisticClassifier):
             self.statistics_.XtX, self.statistics_.Xty, self.monomial_coef_, self.alpha, self.ridge
         )
         self._set_solution(theta, encoding)
-        self._fit_intervals(source)
+        self._fit_intervals(unconditioned(source))  # the bootstrap conditions each refit again
 
 
 class AIMSynth(LinearRegressor):
@@ -185,7 +189,9 @@ class AIMSynth(LinearRegressor):
             public release, so a seed is safe here; on a private Dataset the fit is not DP anyway).
 
     Learned: as `DDSSPLinearRegression` (no intervals), ``n_synthetic_`` (rows fitted) and, for
-    ``task="logistic"``, ``classes_``.
+    ``task="logistic"``, ``classes_`` and ``target_classes_``. A logistic target whose spec adds
+    ``<other>`` / ``<missing>`` to two classes is fitted on the synthetic rows of those classes (rows
+    whose target is a pseudo-level are left out, so ``n_synthetic_`` may be below ``n_synthetic``).
     """
 
     def __init__(
@@ -204,6 +210,7 @@ class AIMSynth(LinearRegressor):
     _released_attributes = {
         "n_synthetic_": "the number of synthetic rows fitted: n_synthetic, or the release's (noisy) total",
         "classes_": "(task='logistic') the two classes: the public domain's codes or the spec's labels",
+        "target_classes_": "(task='logistic') the target's two classes and their codes: read off the public spec",
     }
 
     @property

@@ -76,10 +76,12 @@ def _warn_inferred(source: Any, pairs: list[tuple[str, str]]) -> None:
     if not implements(source, ModelSource):
         return  # rows: every marginal is exact
     missing = uncovered_pairs(pairs, source.cliques)
+    given = source.given if implements_member(source, "given") else None  # a source conditioned on a target
+    where = f"any model clique holding {given!r} (the fit conditions on it)" if given else "any model clique"
     if missing:
         examples = ", ".join(f"({a}, {b})" for a, b in missing[:WARN_EXAMPLES])
         warnings.warn(
-            f"{len(missing)} of {len(pairs)} attribute pairs needed for Z^T Z are not inside any model clique: "
+            f"{len(missing)} of {len(pairs)} attribute pairs needed for Z^T Z are not inside {where}: "
             f"their marginals are inferred by the model rather than measured (e.g. {examples})",
             InferredPairsWarning,
             stacklevel=5,  # the caller of .fit(...)

@@ -45,6 +45,8 @@ from marginals.domain import Domain
 from marginals.measurement import Measurement
 from marginals.source import MeasuredSource, implements
 
+from ..target_levels import condition_on_classes
+
 @dataclass(frozen=True, eq=False)
 class ModelMarginals:
     """A fitted model's marginals over ``domain`` (a subset of its attributes): a marginal source for a fit."""
@@ -77,7 +79,11 @@ def full_theta(est: Any) -> np.ndarray:
 
 
 def fitted_theta(estimator: Any, source: Any) -> np.ndarray:
-    """`full_theta` of a fresh copy of ``estimator`` fitted to ``source`` (coverage warnings silenced)."""
+    """`full_theta` of a fresh copy of ``estimator`` fitted to ``source`` (coverage warnings silenced), on the
+    rows of its logistic target's two classes when its fit left out ``<other>`` / ``<missing>``."""
+    classes = getattr(estimator, "target_classes_", None)
+    if classes is not None:
+        source = condition_on_classes(source, classes)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return full_theta(copy.deepcopy(estimator).fit(source))

@@ -32,6 +32,9 @@ def _fit_result(model: Any, args: argparse.Namespace, release: Release, exclude:
     }
     if args.model == "logistic":
         result["classes"] = [c if isinstance(c, str) else int(c) for c in model.classes_]
+        classes = model.target_classes_
+        result["left_out_levels"] = [] if classes is None else [
+            label for code, label in enumerate(release.discretizer.labels(args.target)) if code not in classes.codes]
         result["chebyshev_monomial_coefficients"] = [float(b) for b in model.monomial_coef_]
     return result
 
@@ -85,7 +88,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         print("  (no intercept column: the paper's encoding has none; --intercept fits one)")
     if args.model == "logistic":
-        print(f"  positive class: {args.target} = {result['classes'][1]}")
+        print(f"  classes: {result['classes']} (positive class: {args.target} = {result['classes'][1]})")
+        if result["left_out_levels"]:
+            print(f"  rows whose {args.target} is {' or '.join(result['left_out_levels'])} are left out of the fit")
     if args.json:
         write_text_atomic(args.json, json.dumps(result, indent=1) + "\n")
         print(f"wrote {args.json}")

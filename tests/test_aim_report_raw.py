@@ -115,6 +115,13 @@ def test_ml_efficacy_is_shown_as_non_private(diagnosed):
     assert "ML efficacy" in section  # inside the dashed, bannered section
 
 
+def test_a_binary_target_with_spec_levels_is_still_scored_as_binary(inferred, raw, tmp_path):
+    labels = Discretizer.from_spec(inferred.spec).labels("income")
+    assert labels[:2] == ["<=50K", ">50K"] and len(labels) > 2  # <other> / <missing> added by the inference
+    text = _text(write_report(inferred, tmp_path / "inc.html", raw, target="income", worst=0).read_text(encoding="utf-8"))
+    assert "ROC AUC (>50K vs <=50K)" in text
+
+
 def test_a_numeric_target_is_a_regression(given, raw, tmp_path):
     text = _text(write_report(given, tmp_path / "age.html", raw, target="age", worst=0).read_text(encoding="utf-8"))
     assert "A linear regression" in text and "R^2" in text and "RMSE" in text and "bin midpoints" in text

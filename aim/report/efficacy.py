@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from marginals.dataset import Dataset
+from marginals.spec.columns import MISSING_LABEL, OTHER_LABEL
 
 from .types import Efficacy
 
@@ -68,7 +69,8 @@ def _classification(synth: tuple, real: tuple, test: tuple, labels: Sequence[str
 
     x_test, y_test = test
     majority = np.bincount(real[1]).argmax()
-    binary = len(labels) == 2 and len(np.unique(y_test)) == 2
+    regular = [label for label in labels if label not in (OTHER_LABEL, MISSING_LABEL)]  # <other>/<missing>: spec levels
+    binary = len(regular) == 2 and list(labels[:2]) == regular and set(np.unique(y_test)) == {0, 1}
     accuracy, auc, notes = [], [], []
     for name, (x, y) in (("synthetic", synth), ("real", real)):
         if len(np.unique(y)) < 2:

@@ -48,7 +48,12 @@ def edges(pieces: np.ndarray, integer: bool, bins: int) -> list:
     if len(out) < 2:  # one value only: a bin around it that holds no other integer
         v = float(out[0])
         out = np.array([v - 0.5, v + 0.5]) if integer else np.array([v, v + max(1e-3, abs(v) * 0.1)])
-    return [int(e) if float(e).is_integer() else float(e) for e in out]
+    return [plain_number(e) for e in out]
+
+
+def plain_number(x: float) -> int | float:
+    """A number for a JSON spec: an int when it is integral, else a float."""
+    return int(x) if float(x).is_integer() else float(x)
 
 
 def _round_sig(x: np.ndarray, digits: int = 3) -> np.ndarray:

@@ -330,7 +330,7 @@ def _numeric(name: str, values: np.ndarray, missing: np.ndarray, col: dict, rho:
     pieces = pieces[(pieces[:, 0] >= edges[0]) & (pieces[:, 1] <= edges[-1])]
     out = {k: v for k, v in col.items() if k not in ("bins", "lo", "hi")}
     out.update(type="numeric", edges=edges, integer=integer,
-               density=[[_plain(lo), _plain(hi), float(f"{w / pieces[:, 2].sum():.4g}")] for lo, hi, w in pieces])
+               density=[[density.plain_number(lo), density.plain_number(hi), float(f"{w / pieces[:, 2].sum():.4g}")] for lo, hi, w in pieces])
     out.setdefault("non_numeric", "missing")
     out.setdefault("missing", "level")  # always (see the module docstring)
     out.setdefault("note", "bounds, bin edges and the density inside the bins from a DP hierarchical histogram on a "
@@ -349,6 +349,3 @@ def _as_kind(pieces: np.ndarray, found: bool, integer: bool) -> np.ndarray:
     keep = (first <= last) & ((low != high) | (low == first))
     return np.column_stack([first, last, weight])[keep]
 
-
-def _plain(x: float) -> int | float:
-    return int(x) if float(x).is_integer() else float(x)

@@ -55,7 +55,6 @@ class Shape:
 
     pieces: np.ndarray  # (n, 3): integer columns: integers low..high; else [low, high) (an atom when low == high)
     integer: bool
-    missing: float  # noisy missing count
     sigma: float  # level-1 noise scale
 
 
@@ -149,7 +148,7 @@ def measure_shape(name: str, values: np.ndarray, missing: np.ndarray, rho: float
         three = measure_counts(counts[2], (name,), level3, source, accountant, label=f"spec {name}: level 3")
         units = split(fine[0::2], UNIT_PARENT, three.noisy_counts, three.sigma, units=True)
         fine[2 * UNIT_PARENT] = 0.0  # their mass now sits on the unit cells
-    return Shape(_pieces(fine, units, integer), integer, float(one.noisy_counts[0]), one.sigma)
+    return Shape(_pieces(fine, units, integer), integer, one.sigma)
 
 
 def _pieces(fine: np.ndarray, units: np.ndarray, integer: bool) -> np.ndarray:

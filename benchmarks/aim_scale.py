@@ -31,7 +31,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from benchmarks.harness import CACHE, ROOT, peak_rss_mb, run_json, single_threaded
+from benchmarks.harness import CACHE, ROOT, busy_process, peak_rss_mb, run_json
 
 CONFIGS = {
     "w20": {"attrs": 20, "rows": 500_000, "k": 2},
@@ -40,6 +40,8 @@ CONFIGS = {
     "w20-3way": {"attrs": 20, "rows": 500_000, "k": 3},
     "adult": {"bundled": "adult", "k": 2},  # the bundled adult table, all pairs / all triples
     "adult-3way": {"bundled": "adult", "k": 3},
+    "acs-employment": {"bundled": "acs-employment", "k": 2},
+    "acs-income-lin": {"bundled": "acs-income-lin", "k": 2},
 }
 
 
@@ -129,7 +131,6 @@ def instrument(timer: _Timer) -> None:
 
 def run_one(job: dict) -> dict:
     """One AIM run in this (fresh) interpreter, on the checkout first on its PYTHONPATH."""
-    single_threaded()
     import inspect
     import warnings
 
@@ -178,6 +179,14 @@ def in_checkout(job: dict) -> dict:
     return run_json([sys.executable, __file__, "--job", json.dumps(job)], env=env)
 
 
+def _run_all(jobs: list[dict], workers: int, results: list[dict]) -> None:
+    """Run ``jobs`` (each in its own interpreter, ``workers`` at a time), appending to ``results``."""
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:  # each thread waits on one interpreter
+        for res in pool.map(in_checkout, jobs):
+            results.append(res)
+            print(f"  done {res['config']} eps={res['epsilon']:g} seed={res['seed']}: {res['seconds']:.1f} s", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--configs", nargs="+", default=["w20", "w35", "w50", "w20-3way"], choices=list(CONFIGS))
@@ -190,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--threads", type=int, default=None,
                         help="DP_MARGINALS_THREADS for every run (default: the environment's, else all usable cores)")
+    parser.add_argument("--busy", action="store_true", help="run one busy process (a spinning core) beside every run")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--job", type=json.loads, help=argparse.SUPPRESS)  # internal: one run, JSON on stdout
     args = parser.parse_args(argv)
@@ -208,10 +218,12 @@ def main(argv: list[str] | None = None) -> int:
         for c in args.configs for e in args.eps for s in args.seeds for code in args.code
     ]
     results = []
-    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:  # each thread waits on one interpreter
-        for res in pool.map(in_checkout, jobs):
-            results.append(res)
-            print(f"  done {res['config']} eps={res['epsilon']:g} seed={res['seed']}: {res['seconds']:.1f} s", file=sys.stderr)
+    busy = busy_process() if args.busy else None
+    try:
+        _run_all(jobs, args.jobs, results)
+    finally:
+        if busy is not None:
+            busy.kill()
     if args.json:
         print(json.dumps({"runs": results}, indent=1))
         return 0

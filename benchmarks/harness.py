@@ -43,6 +43,12 @@ def single_threaded() -> None:
         os.environ.setdefault(name, "1")
 
 
+def busy_process() -> subprocess.Popen:
+    """Start one process that keeps a core busy (pure-Python loop) until killed: the 'busy server'
+    a user's run shares the machine with."""
+    return subprocess.Popen([sys.executable, "-c", "while True: pass"])
+
+
 def guarded_call(fn: Callable, args: tuple) -> tuple[Any, str | None, float]:
     """(fn(*args), None, seconds), or (None, traceback, seconds) when it raises."""
     start = time.perf_counter()

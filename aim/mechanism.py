@@ -38,6 +38,7 @@ from marginals.randomness import RandomSource, noise_source
 from marginals.source import RowSource, check_unweighted, is_rows
 from pgm.estimation import estimate
 from pgm.junction_tree import model_size_mb
+from pgm.kernels.blas import one_blas_thread
 from pgm.model import Model
 
 from .config import DEFAULT_DELTA, ESTIMATOR_OPTIONS, AIMConfig
@@ -169,6 +170,11 @@ class AIM:
                 f"AIM.run needs private rows (a marginals.Dataset or DaskDataset), got {type(dataset).__name__}"
             )
         check_unweighted(dataset, "AIM.run")  # weighted counts: sensitivity 1 would not hold
+        with one_blas_thread():  # the engine's own threads, not BLAS's (pgm.kernels.blas)
+            return self._run(dataset)
+
+    def _run(self, dataset: RowSource) -> Release:
+        """Initialise, run the rounds until the budget is spent, and the final fit."""
         state = self._initialise(dataset)
         progress = RunProgress(self.progress, state.ledger.rho)
         progress.start(

@@ -33,6 +33,7 @@ from marginals.measurement import Measurement
 from .calibration import Calibration
 from .inference import TreeEngine
 from .junction_tree import Clique, JunctionTree, build_junction_tree
+from .kernels.blas import blas_single_threaded
 from .model import Model
 
 LOSS_WEIGHTS = ("inverse_variance", "inverse_sigma")
@@ -251,6 +252,7 @@ def _mirror_descent(problem: _Problem, alpha: float, schedule: _Schedule) -> tup
     return current, alpha, counters
 
 
+@blas_single_threaded
 def estimate(
     domain: Domain,
     measurements: Sequence[Measurement],

@@ -37,6 +37,8 @@ from .kernels.blas import blas_single_threaded
 from .model import Model
 
 LOSS_WEIGHTS = ("inverse_variance", "inverse_sigma")
+#: iterations over which ``stall`` (an absolute loss decrease) is measured.
+STALL_WINDOW = 5
 
 
 def minimum_variance_total(measurements: Sequence[Measurement]) -> float:
@@ -164,6 +166,7 @@ class _Schedule:
 
     iters: int
     tol: float | None
+    stall: float | None
     step_growth: float
     armijo: float
     momentum: float
@@ -216,6 +219,15 @@ def _accepts(current: _Iterate, candidate: _Iterate, armijo: float) -> bool:
     return current.loss - candidate.loss >= armijo * decrease and candidate.loss <= current.loss
 
 
+def _converged(history: list[float], schedule: _Schedule) -> bool:
+    """The relative rule (``tol`` over the last 10 iterations) or the absolute one (``stall`` over
+    the last `STALL_WINDOW`) says the loss stopped improving."""
+    it, loss = len(history) - 1, history[-1]
+    if schedule.tol is not None and it >= 10 and history[-11] - loss <= schedule.tol * max(abs(history[-11]), 1e-300):
+        return True
+    return schedule.stall is not None and it >= STALL_WINDOW and history[-1 - STALL_WINDOW] - loss <= schedule.stall
+
+
 def _mirror_descent(problem: _Problem, alpha: float, schedule: _Schedule) -> tuple[_Iterate, float, dict]:
     """Run the descent from ``problem.theta``: (last accepted iterate, final step size, counters)."""
     # Two buffer slots: the accepted iterate's tables live in one, each candidate is computed in the other.
@@ -245,8 +257,7 @@ def _mirror_descent(problem: _Problem, alpha: float, schedule: _Schedule) -> tup
         history.append(current.loss)
         if schedule.callback is not None:
             schedule.callback(it, current.loss)
-        tol = schedule.tol
-        if tol is not None and it >= 10 and history[-11] - current.loss <= tol * max(abs(history[-11]), 1e-300):
+        if _converged(history, schedule):
             break
     counters = {"iterations": it, "accepted": accepted, "bp_calls": bp_calls, "loss": current.loss, "history": history}
     return current, alpha, counters
@@ -260,6 +271,7 @@ def estimate(
     total: float | None = None,
     iters: int = 1000,
     tol: float | None = None,
+    stall: float | None = None,
     warm_start: Model | None = None,
     loss_weight: str = "inverse_variance",
     stepsize: float | None = None,
@@ -271,7 +283,9 @@ def estimate(
 ) -> Model:
     """Fit a `Model` to ``measurements`` by mirror descent (see the module docstring).
 
-    ``tol``: stop when the loss improved by less than ``tol`` (relative) over the last 10 iterations.
+    ``tol``: stop when the loss improved by less than ``tol`` (relative) over the last 10 iterations;
+    ``stall``: stop when it improved by less than ``stall`` (absolute, in loss units: with inverse-variance
+    weights 1 is one unit of noise variance) over the last `STALL_WINDOW` iterations.
     ``warm_start``: start from a previous model's potentials, each added into a new clique
     containing it (its cliques join the clique set, so nothing is dropped), and from its adapted
     step size (``Model.stepsize``) when that is larger than 2 / (L N);
@@ -289,7 +303,9 @@ def estimate(
         alpha = stepsize
     else:
         alpha = initial_stepsize(problem.loss.lipschitz, problem.total, warm_start if resume_stepsize else None)
-    schedule = _Schedule(iters, tol, step_growth, armijo, momentum, callback)
+    if stall is not None and not stall >= 0:
+        raise ValueError(f"stall must be >= 0, got {stall}")
+    schedule = _Schedule(iters, tol, stall, step_growth, armijo, momentum, callback)
     final, alpha, info = _mirror_descent(problem, alpha, schedule)
     info.update(lipschitz=problem.loss.lipschitz, seconds=time.perf_counter() - start)
     return Model(domain, problem.cliques, final.theta, problem.total, tree=problem.tree, beliefs=final.calibration.beliefs(),

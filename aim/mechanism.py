@@ -85,6 +85,11 @@ def _capped_iters(domain, cliques, most: int, least: int, work: float) -> int:
     return int(min(most, max(least, work // max(cells, 1.0))))
 
 
+def _confirm_stall(stall):
+    import os
+    return stall if os.environ.get("CONFIRM_STALL") else None
+
+
 def _l1_distances(truths: list[np.ndarray], estimates: list[np.ndarray], sizes: np.ndarray, chunk: int = 1 << 18) -> np.ndarray:
     """||truth - estimate||_1 per candidate: a few flat passes over groups of about ``chunk`` cells
     (not one numpy round trip per candidate, nor every candidate's cells in memory at once)."""
@@ -287,7 +292,7 @@ class AIM:
         if anneal and iterations < confirm:
             # Short round fits steer selection well but make the annealing test noisy:
             # confirm an "anneal" with a longer (work-capped) fit before halving sigma.
-            state.model = self._fit(state, confirm - iterations, cfg.tol, stall)
+            state.model = self._fit(state, confirm - iterations, cfg.tol, _confirm_stall(stall))
             iterations += state.model.info["iterations"]
             anneal = should_anneal(before, state.model.marginals([choice])[0], state.sigma)
         return anneal, iterations

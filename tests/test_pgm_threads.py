@@ -114,3 +114,48 @@ def test_mirror_descent_is_bit_for_bit_the_same_with_any_thread_count(every_tabl
     for count in ("2", "3"):
         for got, want in zip(fits[count], fits["1"]):
             np.testing.assert_array_equal(got, want)
+
+
+# --- contention: no helper threads while other tasks keep every core busy ------------------------
+
+
+def _fake_loadavg(monkeypatch, text):
+    import io
+
+    from pgm.kernels import threads
+
+    def fake_open(path, *args, **kwargs):
+        if path == "/proc/loadavg":
+            if text is None:
+                raise FileNotFoundError(path)
+            return io.StringIO(text)
+        return open(path, *args, **kwargs)
+
+    monkeypatch.setattr(threads, "open", fake_open, raising=False)
+    monkeypatch.setattr(threads, "_contention", (-1e9, False))
+    monkeypatch.setattr(threads, "_cores", 2)
+    monkeypatch.delenv("DP_MARGINALS_THREADS", raising=False)
+
+
+@pytest.mark.parametrize("text, expected", [("3.1 2.0 1.0 3/200 99", True), ("0.5 0.4 0.3 1/200 99", False),
+                                            ("1.0 1.0 1.0 2/200 99", False), (None, False), ("garbage", False)])
+def test_contended_reads_the_running_count(monkeypatch, text, expected):
+    from pgm.kernels import threads
+
+    _fake_loadavg(monkeypatch, text)
+    assert threads.contended() is expected
+
+
+def test_contended_passes_stay_on_the_calling_thread(monkeypatch):
+    import threading
+
+    from pgm.kernels import threads
+
+    _fake_loadavg(monkeypatch, "9.0 9.0 9.0 9/200 99")
+    seen = set()
+
+    def work(lo, hi):
+        seen.add(threading.current_thread().name)
+
+    threads.run_slabs(work, 64, threads.SLABS)
+    assert seen == {threading.current_thread().name}

@@ -11,13 +11,15 @@ the results do not depend on the thread count, and runs stay reproducible across
 
 The thread count is ``DP_MARGINALS_THREADS`` when set (1 turns this off), else the cores this
 process may run on. Tables under `MIN_CELLS` cells are never split: there the dispatch would cost
-more than it saves.
+more than it saves. Without the setting, a pass also stays on the calling thread while other
+tasks keep every core busy (`contended`): waking a helper behind them costs more than it saves.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Sequence
 
@@ -35,6 +37,9 @@ _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
 _pool_size = 0
 _cores: int | None = None
+#: seconds between two reads of the machine's running-task count (see `contended`).
+CONTENTION_PERIOD = 0.25
+_contention: tuple[float, bool] = (-1e9, False)
 
 
 def thread_count() -> int:
@@ -55,6 +60,23 @@ def thread_count() -> int:
         except AttributeError:  # platforms without affinity masks
             _cores = max(1, os.cpu_count() or 1)
     return _cores
+
+
+def contended() -> bool:
+    """True when at least as many other tasks are runnable as there are usable cores (Linux's
+    running count in /proc/loadavg, read at most every `CONTENTION_PERIOD` seconds): a helper
+    thread would then only queue behind them, and handing it work costs more than it saves.
+    Never true where /proc/loadavg is absent, or with DP_MARGINALS_THREADS set."""
+    global _contention
+    now = time.monotonic()
+    if now - _contention[0] >= CONTENTION_PERIOD:
+        try:
+            with open("/proc/loadavg", encoding="ascii") as fh:
+                running = int(fh.read().split()[3].split("/")[0])
+        except (OSError, ValueError, IndexError):
+            running = 0
+        _contention = (now, running - 1 >= thread_count())  # minus this thread
+    return _contention[1]
 
 
 def _executor(count: int) -> ThreadPoolExecutor:
@@ -116,6 +138,8 @@ def run_slabs(work: Callable[[int, int], None], length: int, pieces: int) -> Non
     finds nothing left and costs nothing. Which slabs there are does not depend on the thread count."""
     bounds = _bounds(length, pieces)
     helpers = min(thread_count(), len(bounds)) - 1
+    if helpers >= 1 and "DP_MARGINALS_THREADS" not in os.environ and contended():
+        helpers = 0
     if helpers < 1:
         for lo, hi in bounds:
             work(lo, hi)

@@ -60,9 +60,6 @@ class AIMConfig:
             marginals with <= max_cells cells. A release stores the workload the run resolved.
         max_model_size: cap on the junction-tree size in MB (reached when the budget is spent).
         max_iters / tol: mirror-descent iterations and relative tolerance per round.
-        stall: a round's fit also stops once its loss fell by less than stall x n / 2 over the
-            last 5 iterations, n the cells of the round's measurement: the loss is half the sum
-            of squared standardized residuals, so n / 2 is that measurement's share of noise.
         round_work: cap on a round's estimation work, in junction-tree cells x iterations: a
             round on a model of C cells runs at most max(min_iters, round_work / C) iterations.
         final_iters / final_tol / final_work: iterations, tolerance and work cap (cells x
@@ -88,7 +85,6 @@ class AIMConfig:
     max_model_size: float = 80.0
     max_iters: int = 25
     tol: float | None = 1e-3
-    stall: float | None = None
     round_work: float = 2e8
     min_iters: int = 10
     final_iters: int = 80
@@ -111,7 +107,6 @@ class AIMConfig:
             "max_model_size": _positive("max_model_size (MB)", self.max_model_size),
             "max_iters": _integer("max_iters", self.max_iters, 0),
             "tol": _positive("tol", self.tol, optional=True, zero=True),
-            "stall": _positive("stall", self.stall, optional=True, zero=True),
             "round_work": _positive("round_work", self.round_work),
             "min_iters": _integer("min_iters", self.min_iters, 0),
             "final_iters": _integer("final_iters", self.final_iters, 0),

@@ -85,11 +85,6 @@ def _capped_iters(domain, cliques, most: int, least: int, work: float) -> int:
     return int(min(most, max(least, work // max(cells, 1.0))))
 
 
-def _confirm_stall(stall):
-    import os
-    return stall if os.environ.get("CONFIRM_STALL") else None
-
-
 def _l1_distances(truths: list[np.ndarray], estimates: list[np.ndarray], sizes: np.ndarray, chunk: int = 1 << 18) -> np.ndarray:
     """||truth - estimate||_1 per candidate: a few flat passes over groups of about ``chunk`` cells
     (not one numpy round trip per candidate, nor every candidate's cells in memory at once)."""
@@ -278,21 +273,20 @@ class AIM:
         """The round's warm-started fit and the annealing test; returns (anneal, iterations)."""
         cfg = self._config
         budget = self._round_iters(state.domain, state.model.cliques + (choice,))
-        stall = None if cfg.stall is None else cfg.stall * state.measurements[-1].noisy_counts.size / 2
-        state.model = self._fit(state, budget, cfg.tol, stall)
+        state.model = self._fit(state, budget, cfg.tol)
         iterations = state.model.info["iterations"]
         anneal = should_anneal(before, state.model.marginals([choice])[0], state.sigma)
         if anneal and iterations >= budget and budget < cfg.max_iters:
             # The work cap may have stopped the fit before the new marginal settled: an
             # under-converged fit looks "uninformative" and would anneal too early.
-            state.model = self._fit(state, cfg.max_iters - budget, cfg.tol, stall)
+            state.model = self._fit(state, cfg.max_iters - budget, cfg.tol)
             iterations += state.model.info["iterations"]
             anneal = should_anneal(before, state.model.marginals([choice])[0], state.sigma)
         confirm = 0 if cfg.anneal_iters is None else self._round_iters(state.domain, state.model.cliques, cfg.anneal_iters)
         if anneal and iterations < confirm:
             # Short round fits steer selection well but make the annealing test noisy:
             # confirm an "anneal" with a longer (work-capped) fit before halving sigma.
-            state.model = self._fit(state, confirm - iterations, cfg.tol, _confirm_stall(stall))
+            state.model = self._fit(state, confirm - iterations, cfg.tol)
             iterations += state.model.info["iterations"]
             anneal = should_anneal(before, state.model.marginals([choice])[0], state.sigma)
         return anneal, iterations
@@ -304,12 +298,12 @@ class AIM:
         if not state.ledger.spent <= state.ledger.rho * (1 + BUDGET_RTOL):
             raise BudgetExceeded(f"privacy ledger exceeds the budget: spent {state.ledger.spent!r} of {state.ledger.rho!r}")
 
-    def _fit(self, state: _RunState, iters: int, tol: float | None, stall: float | None = None) -> Model:
+    def _fit(self, state: _RunState, iters: int, tol: float | None) -> Model:
         """One `pgm.estimate` call on all measurements so far, warm-started from the current model,
         with this run's loss weight and estimator options."""
         cfg = self._config
         return estimate(
-            state.domain, state.measurements, iters=iters, tol=tol, stall=stall, warm_start=state.model,
+            state.domain, state.measurements, iters=iters, tol=tol, warm_start=state.model,
             loss_weight=cfg.loss_weight, **cfg.estimator_options,
         )
 

@@ -236,6 +236,7 @@ def _mirror_descent(problem: _Problem, alpha: float, schedule: _Schedule) -> tup
     history = [current.loss]
     bp_calls, accepted, it = 1, 0, 0
     velocity = None  # heavy-ball momentum (theta_k - theta_{k-1}); dropped after a failed step
+    zeros = any(np.isneginf(t).any() for t in problem.theta)  # steps keep finite entries finite
     for it in range(1, schedule.iters + 1):
         if current.loss == 0.0:
             break
@@ -246,7 +247,10 @@ def _mirror_descent(problem: _Problem, alpha: float, schedule: _Schedule) -> tup
         candidate = _evaluate(problem, proposal, 1 - slot)
         bp_calls += 1
         if _accepts(current, candidate, schedule.armijo):
-            velocity = [_step(c, t) for c, t in zip(candidate.theta, current.theta)]
+            if zeros:  # structural zeros (-inf) came with the warm start: -inf - -inf must be 0
+                velocity = [_step(c, t) for c, t in zip(candidate.theta, current.theta)]
+            else:
+                velocity = [c - t for c, t in zip(candidate.theta, current.theta)]
             current, slot = candidate, 1 - slot
             alpha *= schedule.step_growth
             accepted += 1

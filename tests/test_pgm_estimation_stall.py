@@ -1,4 +1,4 @@
-"""`estimate(stall=...)`: the absolute stopping rule AIM's rounds use (issue 25). It stops exactly
+"""`estimate(stall=...)`: an absolute stopping rule for warm-started fits (issue 25). It stops exactly
 when the loss fell by less than ``stall`` over the last `STALL_WINDOW` iterations, and fits that
 stop early and resume (warm starts, as AIM's rounds do) reach the optimum of one long fit."""
 
@@ -63,10 +63,3 @@ def test_stall_must_be_non_negative(bad):
     with pytest.raises(ValueError, match="stall"):
         estimate(DOM, _measurements(0), iters=5, stall=bad)
 
-
-def test_aim_config_checks_stall():
-    from aim import AIMConfig
-
-    with pytest.raises(ValueError, match="stall"):
-        AIMConfig(1.0, stall=-0.5)
-    assert AIMConfig(1.0, stall=0.3).stall == 0.3

@@ -1,6 +1,7 @@
 """The float32 benchmark's plain propagation is the reference algorithm: in float64 it gives
 `pgm.reference.belief_propagation`'s node counts and clique marginals, and in float32 it stays
-within float32's precision of them (a relative error of 1e-5 of the total)."""
+within float32's precision of them (a relative error of 1e-5 of the total), with float32 or
+float64 accumulators."""
 
 from __future__ import annotations
 
@@ -39,15 +40,17 @@ def test_float64_matches_the_reference(small_model):
     assert clique_marginals(tree, plain, cliques)[0][1, 2] == 0.0
 
 
-def test_float32_stays_within_its_precision(small_model):
+@pytest.mark.parametrize("accumulator", [None, np.float64])
+def test_float32_stays_within_its_precision(small_model, accumulator):
     tree, cliques, potentials = small_model
     reference = belief_propagation(tree, cliques, potentials, TOTAL)
-    plain = plain_belief_propagation(tree, cliques, potentials, TOTAL, np.float32)
+    plain = plain_belief_propagation(tree, cliques, potentials, TOTAL, np.float32, accumulator)
     for mine, theirs in zip(plain, reference):
         assert mine.dtype == np.float32
         assert np.max(np.abs(mine - theirs.values)) <= FLOAT32_RELATIVE * TOTAL
     margins64 = clique_marginals(tree, [b.values for b in reference], cliques)
-    margins32 = clique_marginals(tree, plain, cliques)
+    margins32 = clique_marginals(tree, plain, cliques, accumulator)
+    assert all(m.dtype == np.float32 for m in margins32)
     errors = compare(margins32, margins64, [1.0] * len(cliques))
     assert 0 < errors["max_abs"] <= FLOAT32_RELATIVE * TOTAL  # not zero: the float32 path really ran in float32
 

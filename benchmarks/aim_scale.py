@@ -159,6 +159,26 @@ def instrument(timer: _Timer) -> None:
             setattr(mech, name, timer.wrap(part, getattr(mech, name)))
 
 
+class _StampedLog:
+    """A text stream writing each line to a file after the seconds since ``start`` and the peak RSS
+    (how far a long run got, even if it is stopped)."""
+
+    def __init__(self, path: str, start: float):
+        self.file, self.start = open(path, "a", buffering=1), start
+
+    def write(self, text: str) -> int:
+        for line in text.splitlines():
+            if line.strip():
+                self.file.write(f"{time.perf_counter() - self.start:8.1f} s {peak_rss_mb():7.0f} MB  {line}\n")
+        return len(text)
+
+    def flush(self) -> None:
+        self.file.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+
 def run_one(job: dict) -> dict:
     """One AIM run in this (fresh) interpreter, on the checkout first on its PYTHONPATH."""
     import inspect
@@ -171,11 +191,13 @@ def run_one(job: dict) -> dict:
     timer = _Timer()
     instrument(timer)
     start = time.perf_counter()
+    if job.get("progress_log"):  # AIM's own per-round lines, stamped (a benchmark may show times)
+        sys.stderr = _StampedLog(job["progress_log"], start)
     warnings.simplefilter("ignore")  # seeded runs are benchmarks by definition (InsecureSeedWarning)
     # older checkouts (--code) name the test-only seed `seed` in AIM's signature
     seed_arg = "seed" if "seed" in inspect.signature(AIM).parameters else "insecure_seed"
     release = AIM(job["epsilon"], 1e-9, workload=workload, max_model_size=job["max_model_size"],
-                  **{seed_arg: job["seed"]}).run(data)  # fmt: skip
+                  **{seed_arg: job["seed"]}, **({"progress": True} if job.get("progress_log") else {})).run(data)  # fmt: skip
     seconds = time.perf_counter() - start
     shares = {part: s / seconds for part, s in timer.seconds.items()}  # before the error's own model queries
     return {
@@ -270,6 +292,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--threads", type=int, default=None,
                         help="DP_MARGINALS_THREADS for every run (default: the environment's, else all usable cores)")
     parser.add_argument("--busy", action="store_true", help="run one busy process (a spinning core) beside every run")
+    parser.add_argument("--progress-log", default=None,
+                        help="append AIM's per-round lines of every run, with elapsed seconds and peak RSS, to this file")
     parser.add_argument("--label", default="latest", help="results file name under benchmarks/results/aim_scale/")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--job", type=json.loads, help=argparse.SUPPRESS)  # internal: one run, JSON on stdout
@@ -290,7 +314,8 @@ def main(argv: list[str] | None = None) -> int:
         load_table(name, args.data_seed)
     jobs = [
         {"config": c, "epsilon": e, "seed": s, "data_seed": args.data_seed, "max_model_size": args.max_model_size,
-         "code": str(Path(code).resolve()), "code_arg": code, "code_index": k}
+         "code": str(Path(code).resolve()), "code_arg": code, "code_index": k,
+         "progress_log": args.progress_log and str(Path(args.progress_log).resolve())}
         for c in args.configs for e in args.eps for s in args.seeds for _ in range(args.repeat)
         for k, code in enumerate(args.code)
     ]  # fmt: skip

@@ -3,18 +3,21 @@
 A real 35-attribute census extract has domains of 2-181 levels and groups of a few strongly
 dependent attributes: a detailed and a coarse code of the same thing (occupation and its major
 group; age and age band), money amounts with a large zero mass that move together, two ~100-level
-attributes that follow each other (age and years at the address, place of birth and of work), and
-weaker links between the groups (age shapes employment, income and household).
+attributes that follow each other (age and years at the address, place of birth and of work), a
+"not applicable" level shared by everything that only concerns workers, and weaker links between
+the groups (age shapes employment, income and household).
 
 `build_model(attrs, seed)` draws such a structure and its conditional tables once, as a Bayesian
-network over the table's attributes plus hidden "type" variables: one global type that depends on
-the first ~100-level attribute (the age-like hub), one type per group that depends on the global
-type, and within each group a root that depends on the group's type and children that depend on
-earlier members (near-functional codes, shifted copies, Dirichlet tables with small concentration).
-Domains follow the extract: per 35 attributes one of ~180 levels, two of ~100, eight of 20-30 and
-the rest 2-15. `sample(model, rows, rng)` draws rows from a model (vectorized, one pass per
-attribute), so a large table is generated in chunks from one model; `generate(attrs, rows, seed)`
-is the seeded table of `aim_scale`'s configurations.
+network over the table's attributes plus hidden variables: a global type and a work status (not in
+the universe / not working / working) that depend on the first ~100-level attribute (the age-like
+hub), one type per group that depends on the global type, and within each group a root that
+depends on the group's type (and for the detailed codes, the money amounts and some groups on the
+work status: level 0 = not applicable) and children that depend on earlier members
+(near-functional codes, shifted copies, Dirichlet tables with small concentration). Domains follow
+the extract: per 35 attributes one of ~180 levels, two of ~100, eight of 20-30 and the rest 2-15.
+`sample(model, rows, rng)` draws rows from a model (vectorized, one pass per attribute), so a large
+table is generated in chunks from one model; `generate(attrs, rows, seed)` is the seeded table of
+`aim_scale`'s configurations.
 """
 
 from __future__ import annotations
@@ -29,6 +32,9 @@ CHUNK_ROWS = 250_000
 MAX_TABLE_CELLS = 400_000
 #: levels of the hidden global type and of each group's type
 GLOBAL_TYPES, GROUP_TYPES, MONEY_LEVELS = 6, 5, 8
+#: Dirichlet concentrations of the global type given the hub and of each group's type given the
+#: global type: smaller = stronger links between the groups
+HUB_COUPLING, GROUP_COUPLING = 0.5, 1.0
 
 
 @dataclass(frozen=True)
@@ -122,6 +128,26 @@ def flag_table(amount: int, size: int, purity: float) -> np.ndarray:
     return table
 
 
+def status_table(age: int, rng: np.random.Generator) -> np.ndarray:
+    """A hidden work status given the age-like hub: 0 = not in the universe (the youngest levels),
+    1 = not working, 2 = working (most likely at middle levels)."""
+    t = np.arange(age) / max(1, age - 1)
+    young = 1 / (1 + np.exp((t - rng.uniform(0.12, 0.2)) / 0.01))
+    working = (1 - young) * 0.9 * np.exp(-(((t - 0.42) / 0.3) ** 2))
+    return np.stack([young, 1 - young - working, working], axis=1)
+
+
+def gated_table(inner: np.ndarray, purity: float = 0.97) -> np.ndarray:
+    """``inner`` with the work status as a last parent: outside "working" the level 0 (not
+    applicable) with probability ``purity``; working, level 0 is rare."""
+    applicable = inner.copy()
+    applicable[:, 0] *= 0.05
+    applicable /= applicable.sum(axis=1, keepdims=True)
+    not_applicable = (1 - purity) * inner
+    not_applicable[:, 0] += purity
+    return np.stack([not_applicable, not_applicable, applicable], axis=1).reshape(-1, inner.shape[1])
+
+
 def _smooth_distribution(rng: np.random.Generator, size: int) -> np.ndarray:
     """A smooth, uneven distribution over ordered levels (an age pyramid)."""
     logits = np.cumsum(rng.normal(0, 0.15, size))
@@ -159,13 +185,15 @@ class _Network:
         return self.add(name, parents, dirichlet_table(self.rng, configs, size, self.rng.uniform(0.05, 0.3)))
 
 
-def _code_group(net: _Network, z: int, band: int, big: int, coarse: int, smalls: list[int]) -> list[int]:
-    """A detailed code (~180 levels) that depends on the group's type and the hub's band (occupation
-    on age), its near-functional coarse code, and attributes depending on them."""
+def _code_group(net: _Network, z: int, status: int, big: int, coarse: int, smalls: list[int]) -> list[int]:
+    """A detailed code (~180 levels, 0 = not applicable unless working), its near-functional coarse
+    code (0 exactly for 0), and attributes depending on them."""
     rng = net.rng
-    configs = GROUP_TYPES * net.nodes[band].size
-    detailed = net.add("detailed", [z, band], dirichlet_table(rng, configs, big, 0.15))
-    members = [detailed, net.add("coarse", [detailed], coarse_table(rng, big, coarse, rng.uniform(0.95, 0.99)))]
+    detailed = net.add("detailed", [z, status], gated_table(dirichlet_table(rng, GROUP_TYPES, big, 0.15)))
+    table = np.zeros((big, coarse))
+    table[0, 0] = 1.0
+    table[1:, 1:] = coarse_table(rng, big - 1, coarse - 1, rng.uniform(0.95, 0.99))
+    members = [detailed, net.add("coarse", [detailed], table)]
     for size in smalls:
         members.append(net.child("code-child", size, members, z))
     return members
@@ -188,8 +216,10 @@ def _money_group(net: _Network, z: int, code: int, amounts: list[int], smalls: l
     depends on the group's type and on a coarse code, income on occupation), a small code of the
     first amount (0 = none) and attributes depending on them."""
     rng = net.rng
-    configs = GROUP_TYPES * net.nodes[code].size
-    level = net.add("earning-level", [z, code], dirichlet_table(rng, configs, MONEY_LEVELS, 0.4))
+    code_size = net.nodes[code].size
+    table = dirichlet_table(rng, GROUP_TYPES * code_size, MONEY_LEVELS, 0.4)
+    table[::code_size] = np.r_[0.9, np.full(MONEY_LEVELS - 1, 0.1 / (MONEY_LEVELS - 1))]  # no occupation: low
+    level = net.add("earning-level", [z, code], table)
     members = [net.add("amount", [level], amount_table(rng, size, rng.uniform(0.45, 0.75))) for size in amounts]
     members.append(net.add("amount-flag", [members[0]], flag_table(amounts[0], smalls[0], 0.99)))
     for size in smalls[1:]:
@@ -197,9 +227,11 @@ def _money_group(net: _Network, z: int, code: int, amounts: list[int], smalls: l
     return members
 
 
-def _plain_group(net: _Network, z: int, sizes: list[int]) -> list[int]:
-    """A root that depends on the group's type and children that depend strongly on earlier members."""
-    members = [net.add("root", [z], dirichlet_table(net.rng, GROUP_TYPES, sizes[0], 0.3))]
+def _plain_group(net: _Network, z: int, status: int | None, sizes: list[int]) -> list[int]:
+    """A root that depends on the group's type (and the work status when given: 0 = not applicable)
+    and children that depend strongly on earlier members."""
+    table = dirichlet_table(net.rng, GROUP_TYPES, sizes[0], 0.3)
+    members = [net.add("root", [z], table) if status is None else net.add("root", [z, status], gated_table(table))]
     for size in sizes[1:]:
         members.append(net.child("child", size, members, z))
     return members
@@ -239,21 +271,22 @@ def build_model(attrs: int, seed: int) -> CensusModel:
     plan = _plan_groups(domain_sizes(attrs, rng), rng)
     net = _Network(rng)
     hub = net.add("hundred", [], _smooth_distribution(rng, plan[0][1][0]))
-    top = net.add("global-type", [hub], dirichlet_table(rng, net.nodes[hub].size, GLOBAL_TYPES, 0.5))
-    groups, kinds, bands, codes = [], [], [], []
+    top = net.add("global-type", [hub], dirichlet_table(rng, net.nodes[hub].size, GLOBAL_TYPES, HUB_COUPLING))
+    status = net.add("work-status", [hub], status_table(net.nodes[hub].size, rng))
+    groups, kinds, codes = [], [], []
     for k, (kind, main, extra) in enumerate(plan):
-        z = net.add("group-type", [top], dirichlet_table(rng, GLOBAL_TYPES, GROUP_TYPES, 1.0))
+        z = net.add("group-type", [top], dirichlet_table(rng, GLOBAL_TYPES, GROUP_TYPES, GROUP_COUPLING))
         if kind == "pair":
-            a = hub if k == 0 else net.add("hundred", [z], dirichlet_table(rng, GROUP_TYPES, main[0], 0.3))
+            table = gated_table(dirichlet_table(rng, GROUP_TYPES, main[0], 0.3))
+            a = hub if k == 0 else net.add("hundred", [z, status], table)
             members = _pair_group(net, z, a, main[1], extra)
-            bands.append(members[2])
-        elif kind == "code":  # the k-th code group depends on the hub's band, the k-th money group on its coarse code
-            members = _code_group(net, z, bands[0], main[0], main[1], extra)
+        elif kind == "code":  # the k-th money group depends on the k-th code group's coarse code
+            members = _code_group(net, z, status, main[0], main[1], extra)
             codes.append(members[1])
         elif kind == "money":
             members = _money_group(net, z, codes[kinds.count("money")], main, extra)
         else:
-            members = _plain_group(net, z, extra)
+            members = _plain_group(net, z, status if rng.random() < 0.5 else None, extra)
         groups.append(members)
         kinds.append(kind)
     nodes = [node for members in groups for node in members]

@@ -34,7 +34,7 @@ MAX_TABLE_CELLS = 400_000
 GLOBAL_TYPES, GROUP_TYPES, MONEY_LEVELS = 6, 5, 8
 #: Dirichlet concentrations of the global type given the hub and of each group's type given the
 #: global type: smaller = stronger links between the groups
-HUB_COUPLING, GROUP_COUPLING = 0.5, 1.0
+HUB_COUPLING, GROUP_COUPLING = 0.4, 0.5
 
 
 @dataclass(frozen=True)

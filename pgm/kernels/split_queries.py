@@ -27,7 +27,7 @@ import numpy as np
 
 from . import contract as contraction
 from ..junction_tree import Clique
-from .plans import conditional, sum_out
+from .plans import reduce_axes, sum_out
 
 Answers = dict[frozenset[str], tuple[Clique, np.ndarray]]
 
@@ -168,3 +168,15 @@ class _Splitter:
         if best is None:
             raise AssertionError(f"no separator splits {sorted(q)}: it should lie inside one node")
         return best[1], best[2]
+
+
+def conditional(table: np.ndarray, summed: Sequence[int]) -> np.ndarray:
+    """``table`` divided by its sum over the axes ``summed`` (0 where that sum is not positive): the
+    values of `plans.conditional` in one pass over the table, without its second table-sized temporary."""
+    denom = reduce_axes(np.sum, table, summed) if summed else table
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.divide(table, denom)
+    empty = ~(denom > 0)
+    if empty.any():
+        np.copyto(out, 0.0, where=empty)
+    return out

@@ -174,7 +174,6 @@ def conditional(table: np.ndarray, summed: Sequence[int]) -> np.ndarray:
     denom = reduce_axes(np.sum, table, summed) if summed else table
     with np.errstate(divide="ignore", invalid="ignore"):
         out = np.divide(table, denom)
-    empty = ~(denom > 0)
-    if empty.any():
-        np.copyto(out, 0.0, where=empty)
+    if denom.size and not denom.min() > 0:  # rare: zero-mass separator states (or NaN) give 0
+        np.copyto(out, 0.0, where=~(denom > 0))
     return out

@@ -86,7 +86,18 @@ class MarginalOracle:
     def marginals(self, subsets: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """Many marginals; each distinct attribute set is computed once, and the subsets that lie
         inside one node are read out of it together through a shared chain of single-axis sums."""
-        wanted = [self.domain.check(s) for s in subsets]
+        if len(_CHECKED) > 64 and self.domain not in _CHECKED:
+            _CHECKED.clear()
+        checked = _CHECKED.setdefault(self.domain, set())  # candidates recur every round: check each once
+        wanted = []
+        for s in subsets:
+            s = tuple(s)
+            if s not in checked:
+                self.domain.check(s)
+                if len(checked) >= 100_000:
+                    checked.clear()
+                checked.add(s)
+            wanted.append(s)
         by_home: dict[int, list[frozenset[str]]] = {}
         keys = [frozenset(w) for w in wanted]
         for attrs in dict.fromkeys(keys):
@@ -281,6 +292,7 @@ class MarginalOracle:
         return order
 
 
+_CHECKED: dict = {}  # domain -> attribute tuples already validated against it
 _PLANS: dict[tuple, MarginalPlan] = {}  # (domain, node, targets) -> its read plan, across trees and rounds
 
 

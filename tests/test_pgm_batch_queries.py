@@ -165,3 +165,15 @@ def test_plans_carried_across_growing_trees_give_the_fresh_answers(seed, random_
             assert got.shape == want.shape and np.array_equal(got, want), q
             axes = tuple(i for i, a in enumerate(domain.attrs) if a not in q)
             np.testing.assert_allclose(got, joint.sum(axis=axes), rtol=1e-9, atol=1e-10 * model.total)
+
+
+def test_batched_marginals_still_reject_bad_subsets_after_good_ones(random_model):
+    rng = np.random.default_rng(5)
+    domain, cliques = random_structure(rng, 5, 4)
+    model = random_model(domain, cliques, rng, total=100.0)
+    model.marginals([("a0", "a1"), ("a2",)])  # validated once, then remembered
+    with pytest.raises(ValueError, match="unknown"):
+        model.marginals([("a0", "a1"), ("a0", "zz")])
+    with pytest.raises(ValueError, match="repeated"):
+        model.marginals([("a1", "a1")])
+    assert model.marginals([["a1", "a0"]])[0].shape == (domain["a1"], domain["a0"])

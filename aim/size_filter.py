@@ -55,7 +55,7 @@ class SizeFilter:
 
     def __init__(self, domain: Domain, cliques: Sequence[Sequence[str]], nodes: Sequence[Sequence[str]] = ()) -> None:
         self.domain = domain
-        self.index = {a: i for i, a in enumerate(domain.attrs)}
+        self.index = _index(domain)
         self.sizes = list(domain.shape)
         self._cells: dict[int, int] = {}
         adj = _graph(self.index, cliques)
@@ -325,24 +325,45 @@ def candidate_cells(
 ) -> tuple[int | None, ...]:
     """Cells of the model plus each candidate (None: inside a node, free); memoised by the interaction
     graph and the nodes, which fix every answer (a round that adds no edge reuses the last one's)."""
-    index = {a: i for i, a in enumerate(domain.attrs)}
+    index = _index(domain)
     adjacency = _graph(index, cliques)
     node_masks = sorted(_mask(index, n) for n in nodes)
     key = (domain, tuple(adjacency), tuple(node_masks), tuple(cand_list))
     found = _ROUNDS.get(key)
     if found is None:
         sizes = SizeFilter(domain, cliques, nodes)
-        found = tuple(None if sizes.inside_node(sizes.mask(r)) else sizes.with_candidate(r) for r in cand_list)
+        found = tuple(None if sizes.inside_node(_mask(index, r)) else sizes.with_candidate(r) for r in cand_list)
         while len(_ROUNDS) >= 4:
             _ROUNDS.pop(next(iter(_ROUNDS)))
         _ROUNDS[key] = found
     return found
 
 
+_INDEX: dict[Domain, dict[str, int]] = {}  # attribute -> bit, per domain
+_MASKS: dict[tuple, int] = {}  # (id of an `_index` map, attributes) -> bitmask: cliques and candidates recur every round
+
+
+def _index(domain: Domain) -> dict[str, int]:
+    found = _INDEX.get(domain)
+    if found is None:
+        if len(_INDEX) > 64:
+            _INDEX.clear()
+            _MASKS.clear()  # keyed by the maps' ids: never outlive them
+        found = _INDEX[domain] = {a: i for i, a in enumerate(domain.attrs)}
+    return found
+
+
 def _mask(index: dict[str, int], attrs: Sequence[str]) -> int:
+    key = (id(index), tuple(attrs))
+    found = _MASKS.get(key)
+    if found is not None:
+        return found
     out = 0
     for a in attrs:
         out |= 1 << index[a]
+    if len(_MASKS) > 200_000:
+        _MASKS.clear()
+    _MASKS[key] = out
     return out
 
 

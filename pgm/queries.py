@@ -86,7 +86,18 @@ class MarginalOracle:
     def marginals(self, subsets: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """Many marginals; each distinct attribute set is computed once, and the subsets that lie
         inside one node are read out of it together through a shared chain of single-axis sums."""
-        wanted = [self.domain.check(s) for s in subsets]
+        if len(_CHECKED) > 64 and self.domain not in _CHECKED:
+            _CHECKED.clear()
+        checked = _CHECKED.setdefault(self.domain, set())  # candidates recur every round: check each once
+        wanted = []
+        for s in subsets:
+            s = tuple(s)
+            if s not in checked:
+                self.domain.check(s)
+                if len(checked) >= 100_000:
+                    checked.clear()
+                checked.add(s)
+            wanted.append(s)
         by_home: dict[int, list[frozenset[str]]] = {}
         keys = [frozenset(w) for w in wanted]
         for attrs in dict.fromkeys(keys):
@@ -94,15 +105,13 @@ class MarginalOracle:
                 home = self._home(attrs)
                 if home is not None:
                     by_home.setdefault(home, []).append(attrs)
-        sizes = dict(zip(self.domain.attrs, self.domain.shape))
         for home, group in by_home.items():
             node = self.tree.nodes[home]
-            targets = [tuple(a for a in node if a in g) for g in group]
-            plan = self._shape["plans"].get((home, tuple(targets)))
-            if plan is None:  # a plan depends on the node and targets only: shared by models on this tree
-                plan = self._shape["plans"][home, tuple(targets)] = MarginalPlan(node, sizes, targets)
-            for attrs, order, table in zip(group, targets, plan.run(self.beliefs[home])):
-                table = np.array(table)  # own copy (the plan may hand back the node table itself)
+            targets = tuple(tuple(a for a in node if a in g) for g in group)
+            belief = self.beliefs[home]
+            for attrs, order, table in zip(group, targets, _read_plan(self.domain, node, targets).run(belief)):
+                if not table.flags.c_contiguous or np.may_share_memory(table, belief):
+                    table = np.array(table)  # own copy (never the node table), in the order asked
                 table.flags.writeable = False
                 self._cache[attrs] = order, table
         self._split_outside(keys)
@@ -283,16 +292,32 @@ class MarginalOracle:
         return order
 
 
+_CHECKED: dict = {}  # domain -> attribute tuples already validated against it
+_PLANS: dict[tuple, MarginalPlan] = {}  # (domain, node, targets) -> its read plan, across trees and rounds
+
+
+def _read_plan(domain, node: Clique, targets: tuple[Clique, ...]) -> MarginalPlan:
+    """The plan reading ``targets`` out of a node's belief: it depends on the node's attributes and
+    the targets only, so it carries over to every later tree (AIM round) that keeps the node."""
+    key = (domain, node, targets)
+    plan = _PLANS.get(key)
+    if plan is None:
+        if len(_PLANS) >= 20_000:
+            _PLANS.clear()
+        plan = _PLANS[key] = MarginalPlan(node, dict(zip(domain.attrs, domain.shape)), targets)
+    return plan
+
+
 _SHAPES: dict[tuple, dict[str, dict]] = {}  # tree shape -> its memo tables (the few latest shapes)
 
 
 def _shape_plans(tree: JunctionTree) -> dict[str, dict]:
-    """Memo tables (homes, covers, split points, in-node read plans) of the tree's shape: its nodes
+    """Memo tables (homes, covers, split points) of the tree's shape: its nodes
     and parents fix every one of them (node sizes are domain sizes), so models on one tree share them."""
     key = (tree.domain, tree.nodes, tree.parent)
     found = _SHAPES.pop(key, None)
     if found is None:
-        found = {"homes": {}, "covers": {}, "splits": {}, "plans": {}}
+        found = {"homes": {}, "covers": {}, "splits": {}}
     while len(_SHAPES) >= 4:
         _SHAPES.pop(next(iter(_SHAPES)))  # the least recently used shape
     _SHAPES[key] = found

@@ -120,3 +120,21 @@ def test_candidate_cells_are_reused_only_for_the_same_graph_and_nodes():
     other = candidate_cells(dom, grown, build_junction_tree(dom, grown).nodes, cands)
     assert other is not cells
     assert other[cands.index(("a", "e"))] == _size_cells(dom, frozenset(frozenset(c) for c in grown + [("a", "e")]))
+
+
+def test_masks_memoised_per_domain_follow_each_domains_attribute_order():
+    from aim.size_filter import candidate_cells
+
+    # the same attribute names in another order (and sizes): the memoised bitmasks must not mix them up
+    one = Domain(("a", "b", "c", "d"), (2, 3, 4, 5))
+    two = Domain(("d", "c", "b", "a"), (5, 4, 3, 2))
+    base = [("a", "b"), ("c",), ("d",)]
+    cands = [("a", "c"), ("b", "d"), ("c", "d"), ("a", "b")]
+    for dom in (one, two, one):
+        cliques = [dom.canonical(c) for c in base]
+        nodes = build_junction_tree(dom, cliques).nodes
+        got = candidate_cells(dom, cliques, nodes, [dom.canonical(r) for r in cands])
+        for r, cells in zip(cands, got):
+            r = dom.canonical(r)
+            inside = any(set(r) <= set(n) for n in nodes)
+            assert cells == (None if inside else _size_cells(dom, frozenset(frozenset(c) for c in cliques + [r])))

@@ -10,6 +10,7 @@ import pytest
 
 from marginals.domain import Domain
 from pgm.reference import brute_force_joint
+from pgm.kernels.plans import MarginalPlan
 from pgm.queries import MarginalOracle
 from pgm.kernels.split_queries import split_marginals
 
@@ -114,7 +115,7 @@ def test_blas_contractions_give_the_einsum_answers(seed, random_model, monkeypat
 
 @pytest.mark.parametrize("seed", range(6))
 def test_models_on_one_tree_share_its_plans_but_not_their_answers(seed, random_model):
-    # Homes, covers, cuts and in-node read plans are memoised per tree shape: the next model on the
+    # Homes, covers and cuts are memoised per tree shape (in-node read plans per node): the next model on the
     # same tree (as AIM's rounds that add no edge) reuses them and must still get its own answers.
     rng = np.random.default_rng(900 + seed)
     domain, cliques = random_structure(rng, 8, 9)
@@ -127,3 +128,52 @@ def test_models_on_one_tree_share_its_plans_but_not_their_answers(seed, random_m
         for q, table in zip(queries, model.marginals(queries)):
             axes = tuple(i for i, a in enumerate(domain.attrs) if a not in q)
             np.testing.assert_allclose(table, joint.sum(axis=axes), rtol=1e-9, atol=1e-10 * model.total)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_plans_carried_across_growing_trees_give_the_fresh_answers(seed, random_model, monkeypatch):
+    """AIM-like rounds: each model adds a clique (its tree changes locally) and the read plans of the
+    nodes it kept carry over; every answer equals, bit for bit, that of a run with no carried plan."""
+    import pgm.queries as queries
+
+    rng = np.random.default_rng(1300 + seed)
+    domain, _ = random_structure(rng, 9, 1, max_size=4)
+    pairs = list(itertools.combinations(domain.attrs, 2))
+    cliques = [(a,) for a in domain.attrs]
+    models = []
+    for _ in range(7):  # the rounds' models: one more random pair each
+        cliques = cliques + [pairs[int(rng.integers(len(pairs)))]]
+        cliques = list(dict.fromkeys(cliques))
+        models.append(random_model(domain, cliques, rng, total=500.0, scale=1.5))
+    queries_asked = pairs + list(itertools.combinations(domain.attrs, 3))[::5]
+    monkeypatch.setattr(queries, "_PLANS", {})
+    built = []
+    monkeypatch.setattr(queries, "MarginalPlan", lambda *args: built.append(args) or MarginalPlan(*args))
+    asked = []
+    read_plan = queries._read_plan
+    monkeypatch.setattr(queries, "_read_plan", lambda *args: asked.append(args) or read_plan(*args))
+    carried = [model.marginals(queries_asked) for model in models]  # one process: plans carried round to round
+    assert len({m.tree.nodes for m in models}) > 1
+    assert len(built) < len(asked)  # later trees reused read plans of nodes they kept
+    for model, answers in zip(models, carried):
+        monkeypatch.setattr(queries, "_PLANS", {})
+        monkeypatch.setattr(queries, "_SHAPES", {})
+        again = type(model)(domain, model.cliques, [f.values for f in model.potentials.values()], model.total,
+                            beliefs=model.beliefs)
+        joint = brute_force_joint(domain, model.cliques, [f.values for f in model.potentials.values()], model.total)
+        for q, got, want in zip(queries_asked, answers, again.marginals(queries_asked)):
+            assert got.shape == want.shape and np.array_equal(got, want), q
+            axes = tuple(i for i, a in enumerate(domain.attrs) if a not in q)
+            np.testing.assert_allclose(got, joint.sum(axis=axes), rtol=1e-9, atol=1e-10 * model.total)
+
+
+def test_batched_marginals_still_reject_bad_subsets_after_good_ones(random_model):
+    rng = np.random.default_rng(5)
+    domain, cliques = random_structure(rng, 5, 4)
+    model = random_model(domain, cliques, rng, total=100.0)
+    model.marginals([("a0", "a1"), ("a2",)])  # validated once, then remembered
+    with pytest.raises(ValueError, match="unknown"):
+        model.marginals([("a0", "a1"), ("a0", "zz")])
+    with pytest.raises(ValueError, match="repeated"):
+        model.marginals([("a1", "a1")])
+    assert model.marginals([["a1", "a0"]])[0].shape == (domain["a1"], domain["a0"])

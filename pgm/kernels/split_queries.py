@@ -27,7 +27,7 @@ import numpy as np
 
 from . import contract as contraction
 from ..junction_tree import Clique
-from .plans import conditional, sum_out
+from .plans import reduce_axes, sum_out
 
 Answers = dict[frozenset[str], tuple[Clique, np.ndarray]]
 
@@ -50,6 +50,7 @@ class _Splitter:
         self.conditionals: dict[tuple, np.ndarray] = {}  # (part order, separator) -> mu(part) / mu(separator)
         self.node_sets = [frozenset(n) for n in self.tree.nodes]
         self.seps = [frozenset(self.tree.separator(i)) for i in range(len(self.tree.nodes))]
+        self.sep_cells = [math.prod([self.sizes[a] for a in sep]) for sep in self.seps]
         self.ancestors: list[frozenset[int]] = []  # each node and the nodes above it
         for i in range(len(self.tree.nodes)):
             chain, node = [i], self.tree.parent[i]
@@ -150,21 +151,29 @@ class _Splitter:
         return order, table
 
     def cut(self, q: frozenset[str], cover: frozenset[int]) -> tuple[int, frozenset[int]]:
-        """The cover edge to cut (given by its lower node) and the cover nodes below it."""
-        best = None
-        for child in sorted(cover):
-            parent = self.tree.parent[child]
-            if parent is None or parent not in cover:
-                continue
-            sep = self.seps[child]
-            outside = q - sep
+        """The cover edge to cut (given by its lower node) and the cover nodes below it: of the edges
+        leaving q's attributes outside the separator on both sides, the one with the fewest cells in
+        q + S (ties: the lowest node). Edges are tried cheapest first, so the sides of few are formed."""
+        parent, seps, sizes = self.tree.parent, self.seps, self.sizes
+        edges = []
+        for child in cover:
+            if parent[child] is not None and parent[child] in cover:
+                edges.append((self.sep_cells[child] * math.prod([sizes[a] for a in q if a not in seps[child]]), child))
+        for _, child in sorted(edges):
+            outside = q - seps[child]
             below = frozenset(n for n in cover if child in self.ancestors[n])
             below_attrs = frozenset().union(*(self.node_sets[n] for n in below))
-            if not outside & below_attrs or outside <= below_attrs:
-                continue  # q's attributes outside the separator all lie on one side
-            cost = math.prod(self.sizes[a] for a in q | sep)
-            if best is None or cost < best[0]:
-                best = cost, child, below
-        if best is None:
-            raise AssertionError(f"no separator splits {sorted(q)}: it should lie inside one node")
-        return best[1], best[2]
+            if outside & below_attrs and not outside <= below_attrs:
+                return child, below
+        raise AssertionError(f"no separator splits {sorted(q)}: it should lie inside one node")
+
+
+def conditional(table: np.ndarray, summed: Sequence[int]) -> np.ndarray:
+    """``table`` divided by its sum over the axes ``summed`` (0 where that sum is not positive): the
+    values of `plans.conditional` in one pass over the table, without its second table-sized temporary."""
+    denom = reduce_axes(np.sum, table, summed) if summed else table
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.divide(table, denom)
+    if denom.size and not denom.min() > 0:  # rare: zero-mass separator states (or NaN) give 0
+        np.copyto(out, 0.0, where=~(denom > 0))
+    return out

@@ -26,10 +26,9 @@ gives every row's category. The rows are the same for a seed as one thread row b
 
 from __future__ import annotations
 
+import math
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Callable
-
 import numpy as np
 import pandas as pd
 
@@ -128,12 +127,16 @@ def _fill(groups: np.ndarray, cond: np.ndarray, perm: np.ndarray, offset: np.nda
     """Write into ``out`` one category per row by systematic sampling in each group (module
     docstring): rows visited in ``perm`` order, group g's shared offset ``offset[g]``."""
     n_groups = cond.shape[0]
-    # by group, in permutation order inside one (one group: the permutation itself)
-    order = perm if n_groups == 1 else perm[_stable_order(groups[perm])]
     counts = np.bincount(groups, minlength=n_groups)
     cdf = _cdf(cond)
     values = _sorted_by_cells(cdf, counts, offset) if cdf.size < groups.size else None
-    out[order] = _sorted_by_rows(cdf, counts, offset) if values is None else values
+    if values is None:
+        values = _sorted_by_rows(cdf, counts, offset)
+    if n_groups > 1:  # values are by group, in visiting order inside one: move them to visiting order
+        visiting = np.empty(values.size, dtype=out.dtype)
+        visiting[_stable_order(groups[perm])] = values
+        values = visiting
+    out[perm] = values
 
 
 def group_sample(groups: np.ndarray, cond: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -198,33 +201,63 @@ class _Draws:
         self._thread.join()
 
 
-def _sampling_steps(model) -> list[tuple[str, tuple[str, ...], np.ndarray]]:
-    """(attribute, parents, conditional counts: parent configurations x levels), in sampling order."""
-    domain, tree = model.domain, model.tree
+def _sampling_order(tree) -> list[tuple[str, tuple[str, ...]]]:
+    """(attribute, parents) in sampling order: reverse elimination order, parents in domain order."""
     elim = dict(zip(tree.order, tree.elimination_cliques))
-    steps = []
-    for attr in reversed(tree.order):
-        parents = tuple(a for a in elim[attr] if a != attr)
-        table = model.marginals([parents + (attr,)])[0]
-        steps.append((attr, parents, table.reshape(-1, domain[attr])))
-    return steps
+    return [(attr, tuple(a for a in elim[attr] if a != attr)) for attr in reversed(tree.order)]
 
 
-def _column_task(step: tuple, k: int, n: int, draws: _Draws, done: dict[str, Future], sizes: dict) -> Callable[[], np.ndarray]:
-    attr, parents, cond = step
+class _Sampler:
+    """One run's columns: column k is filled by a worker once its parents, its conditional table
+    (queried from the model in sampling order by the calling thread) and its draws are ready."""
 
-    def run() -> np.ndarray:
-        out = np.zeros(n, dtype=code_dtype(sizes[attr]))
+    def __init__(self, model, n: int, rng: np.random.Generator) -> None:
+        self.model, self.n = model, n
+        self.sizes = dict(zip(model.domain.attrs, model.domain.shape))
+        self.order = _sampling_order(model.tree)
+        self.draws = _Draws(rng, n, [math.prod(self.sizes[p] for p in parents) for _, parents in self.order])
+        self.conditionals: list[Future] = [Future() for _ in self.order]
+        self.columns: dict[str, Future] = {}
+
+    def query_conditionals(self) -> None:
+        """Each column's counts (parent configurations x levels), one query at a time, in order."""
+        for (attr, parents), future in zip(self.order, self.conditionals):
+            try:
+                table = self.model.marginals([parents + (attr,)])[0]
+            except BaseException as exc:
+                for pending in self.conditionals:
+                    if not pending.done():
+                        pending.set_exception(exc)
+                raise
+            future.set_result(table.reshape(-1, self.sizes[attr]))
+
+    def column(self, k: int) -> np.ndarray:
+        attr, parents = self.order[k]
+        out = np.zeros(self.n, dtype=code_dtype(self.sizes[attr]))
         try:
-            groups, n_groups = _group_labels([done[p].result() for p in parents], [sizes[p] for p in parents], n)
-            perm, offset = draws.columns[k].result()
-            if n:
+            parent_columns = [self.columns[p].result() for p in parents]
+            groups, _ = _group_labels(parent_columns, [self.sizes[p] for p in parents], self.n)
+            cond = self.conditionals[k].result()
+            perm, offset = self.draws.columns[k].result()
+            if self.n:
                 _fill(groups, cond, perm, offset, out)
         finally:
-            draws.done()
+            self.draws.done()
         return out
 
-    return run
+    def run(self, threads: int) -> dict[str, np.ndarray]:
+        """Every column, in the final (shuffled) row order."""
+        try:
+            with ThreadPoolExecutor(threads, thread_name_prefix="pgm-sample") as pool:
+                for k, (attr, _) in enumerate(self.order):  # submitted in order: a column's parents start first
+                    self.columns[attr] = pool.submit(self.column, k)
+                self.query_conditionals()
+                columns = {attr: future.result() for attr, future in self.columns.items()}
+                shuffle = self.draws.shuffle.result()
+                attrs = self.model.domain.attrs
+                return dict(zip(attrs, pool.map(lambda a: columns[a][shuffle], attrs)))
+        finally:
+            self.draws.close()
 
 
 def sample_rows(model, n: int | None = None, rng: SamplingSeed = None) -> pd.DataFrame:
@@ -237,18 +270,5 @@ def sample_rows(model, n: int | None = None, rng: SamplingSeed = None) -> pd.Dat
     n = int(round(model.total)) if n is None else int(n)
     if n < 0:
         raise ValueError(f"number of rows must be >= 0, got {n}")
-    domain = model.domain
-    sizes = dict(zip(domain.attrs, domain.shape))
-    steps = _sampling_steps(model)
-    draws = _Draws(rng, n, [cond.shape[0] for _, _, cond in steps])
-    done: dict[str, Future] = {}
-    try:
-        with ThreadPoolExecutor(thread_count(), thread_name_prefix="pgm-sample") as pool:
-            for k, step in enumerate(steps):
-                done[step[0]] = pool.submit(_column_task(step, k, n, draws, done, sizes))
-            columns = {a: f.result() for a, f in done.items()}
-            shuffle = draws.shuffle.result()
-            shuffled = dict(zip(domain.attrs, pool.map(lambda a: columns[a][shuffle], domain.attrs)))
-    finally:
-        draws.close()
-    return pd.DataFrame(shuffled, columns=list(domain.attrs))
+    columns = _Sampler(model, n, rng).run(thread_count())
+    return pd.DataFrame(columns, columns=list(model.domain.attrs))

@@ -47,7 +47,9 @@ def _index_dtype(n: int) -> np.dtype:
 
 def _permutation(rng: np.random.Generator, n: int) -> np.ndarray:
     """``rng.permutation(n)`` (the same draws and values) in the smallest index dtype."""
-    return rng.permutation(np.arange(n, dtype=_index_dtype(n)))
+    perm = np.arange(n, dtype=_index_dtype(n))
+    rng.shuffle(perm)  # what permutation(n) does, without its copy
+    return perm
 
 
 def _label_dtype(n_groups: int) -> np.dtype:
@@ -271,4 +273,4 @@ def sample_rows(model, n: int | None = None, rng: SamplingSeed = None) -> pd.Dat
     if n < 0:
         raise ValueError(f"number of rows must be >= 0, got {n}")
     columns = _Sampler(model, n, rng).run(thread_count())
-    return pd.DataFrame(columns, columns=list(model.domain.attrs))
+    return pd.DataFrame(columns, columns=list(model.domain.attrs), copy=False)  # the arrays are the frame's own

@@ -168,29 +168,37 @@ def _group_labels(parents: list[np.ndarray], sizes: list[int], n: int) -> tuple[
 class _Draws:
     """The run's random draws, made in their fixed order by one thread: per column a permutation of
     the rows and one offset per parent group, then the final shuffle; at most `DRAWS_AHEAD`
-    permutations wait for their column (`done` frees a slot)."""
+    permutations wait for their column (`done` frees a slot). Neither side keeps a draw once it
+    has handed it on (a future holds its result as long as it is referenced)."""
 
     def __init__(self, rng: np.random.Generator, n: int, group_counts: list[int]) -> None:
-        self.columns: list[Future] = [Future() for _ in group_counts]
+        self._waiting: list[Future | None] = [Future() for _ in group_counts]  # the consumers' side
         self.shuffle: Future = Future()
         self._room = threading.Semaphore(DRAWS_AHEAD)
         self._stopped = False
-        self._thread = threading.Thread(target=self._draw, args=(rng, n, group_counts), daemon=True)
+        self._thread = threading.Thread(target=self._draw, args=(rng, n, group_counts, list(self._waiting)),
+                                        daemon=True)
         self._thread.start()
 
-    def _draw(self, rng: np.random.Generator, n: int, group_counts: list[int]) -> None:
+    def _draw(self, rng: np.random.Generator, n: int, group_counts: list[int], futures: list[Future | None]) -> None:
         try:
-            for future, n_groups in zip(self.columns, group_counts):
+            for k, n_groups in enumerate(group_counts):
                 self._room.acquire()
                 if self._stopped:
                     return
                 perm = _permutation(rng, n) if n else None  # no rows: nothing is drawn
+                future, futures[k] = futures[k], None
                 future.set_result((perm, rng.random(n_groups) if n else None))
             self.shuffle.set_result(_permutation(rng, n))
         except BaseException as exc:  # hand the failure to whoever waits on a draw
-            for future in (*self.columns, self.shuffle):
-                if not future.done():
+            for future in (*futures, self.shuffle):
+                if future is not None and not future.done():
                     future.set_exception(exc)
+
+    def take(self, k: int) -> tuple[np.ndarray | None, np.ndarray | None]:
+        """Column k's (permutation, offsets); taken once."""
+        future, self._waiting[k] = self._waiting[k], None
+        return future.result()
 
     def done(self) -> None:
         self._room.release()
@@ -198,7 +206,7 @@ class _Draws:
     def close(self) -> None:
         """Stop drawing (after a failure) and wait for the drawing thread."""
         self._stopped = True
-        for _ in self.columns:
+        for _ in self._waiting:
             self._room.release()
         self._thread.join()
 
@@ -240,7 +248,7 @@ class _Sampler:
             parent_columns = [self.columns[p].result() for p in parents]
             groups, _ = _group_labels(parent_columns, [self.sizes[p] for p in parents], self.n)
             cond = self.conditionals[k].result()
-            perm, offset = self.draws.columns[k].result()
+            perm, offset = self.draws.take(k)
             if self.n:
                 _fill(groups, cond, perm, offset, out)
         finally:
@@ -255,9 +263,10 @@ class _Sampler:
                     self.columns[attr] = pool.submit(self.column, k)
                 self.query_conditionals()
                 columns = {attr: future.result() for attr, future in self.columns.items()}
+                self.columns.clear()
                 shuffle = self.draws.shuffle.result()
-                attrs = self.model.domain.attrs
-                return dict(zip(attrs, pool.map(lambda a: columns[a][shuffle], attrs)))
+                attrs = self.model.domain.attrs  # each column is let go once shuffled: one copy at a time
+                return dict(zip(attrs, pool.map(lambda a: columns.pop(a)[shuffle], attrs)))
         finally:
             self.draws.close()
 

@@ -16,12 +16,16 @@ Sampling is post-processing of a public model, so its randomness follows the sam
 of `marginals.randomness`: a numpy Generator, an int seed (reproducible rows) or None.
 
 Speed (1M rows): the random draws never depend on the rows (a column takes one permutation of
-the rows and one offset per parent group, then one last permutation shuffles the rows), so one
-thread draws them in the documented order while worker threads fill every column whose parents
-are done; numpy releases the GIL in all of these passes. A column is filled without a search per
-row: its rows, sorted by group (a stable radix sort of the permuted group labels), get CDF
-positions that are nondecreasing, so one search of the CDF's cells among the rows' positions
-gives every row's category. The rows are the same for a seed as one thread row by row would give.
+the rows, then one offset per parent group; one last permutation shuffles the rows), so one
+thread draws them in that order while worker threads fill every column whose parents are done;
+numpy releases the GIL in all of these passes. Inside a column the rows' points (r + u) / g, by
+group and rank, never decrease, and so do the CDF cells (checked: rounding can break it); with fewer
+cells than rows each cell's
+boundary rank is found in closed form (checked against the exact float points) instead of
+searching every row's point among the cells. Group labels are the smallest unsigned dtype, so the
+stable sort of the permuted labels is numpy's radix sort. A seed gives exactly the rows (and
+leaves the generator in the state) of the plain column-by-column algorithm, whatever the thread
+count (the tests hold a plain copy of it).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from __future__ import annotations
 import math
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
+
 import numpy as np
 import pandas as pd
 

@@ -21,10 +21,10 @@ thread draws them in that order while worker threads fill every column whose par
 numpy releases the GIL in all of these passes. Inside a column the rows' points (r + u) / g, by
 group and rank, never decrease, and so do the CDF cells (checked: rounding can break it); with
 fewer cells than rows each cell's boundary rank is found in closed form (checked against the
-exact float points) instead of searching every row's point among the cells. Group labels are the smallest unsigned dtype, so the
-stable sort of the permuted labels is numpy's radix sort. A seed gives exactly the rows (and
-leaves the generator in the state) of the plain column-by-column algorithm, whatever the thread
-count (the tests hold a plain copy of it).
+exact float points) instead of searching every row's point among the cells. Group labels take
+the smallest unsigned dtype, so the stable sort of the permuted labels is numpy's radix sort.
+A seed gives exactly the rows (and leaves the generator in the state) of the plain
+column-by-column algorithm, whatever the thread count (the tests hold a plain copy of it).
 """
 
 from __future__ import annotations

@@ -285,5 +285,6 @@ def sample_rows(model, n: int | None = None, rng: SamplingSeed = None) -> pd.Dat
     n = int(round(model.total)) if n is None else int(n)
     if n < 0:
         raise ValueError(f"number of rows must be >= 0, got {n}")
-    columns = _Sampler(model, n, rng).run(thread_count())
+    threads = thread_count()  # (may refuse a bad DP_MARGINALS_THREADS: before any thread starts)
+    columns = _Sampler(model, n, rng).run(threads)
     return pd.DataFrame(columns, columns=list(model.domain.attrs), copy=False)  # the arrays are the frame's own

@@ -92,8 +92,11 @@ def _cpu_seconds() -> float:
 
 def run_job(job: dict) -> dict:
     """Time the sampling of ``job["rows"]`` rows in this (fresh) interpreter, on the checkout first on its PYTHONPATH."""
+    import pgm.sampling
     from aim import Release
 
+    if not pgm.sampling.__file__.startswith(job["code"]):
+        raise RuntimeError(f"pgm.sampling came from {pgm.sampling.__file__}, not from {job['code']}")
     warnings.simplefilter("ignore")  # the cached release is seeded (NotPrivateWarning)
     model = Release.load(job["release"]).model
     start = time.perf_counter()
@@ -124,9 +127,10 @@ def run_job(job: dict) -> dict:
 
 
 def in_checkout(job: dict) -> dict:
-    """`run_job` in a fresh interpreter importing the project from ``job["code"]`` first."""
+    """`run_job` in a fresh interpreter importing the project from ``job["code"]`` first (run as a
+    script: ``-m`` would put the working directory ahead of it)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([job["code"], str(ROOT)]))
-    return run_json([sys.executable, "-m", "benchmarks.sample_scale", "--job", json.dumps(job)], env=env, cwd=ROOT)
+    return run_json([sys.executable, __file__, "--job", json.dumps(job)], env=env)
 
 
 def _report(results: list[dict], codes: list[str], rows: int) -> None:

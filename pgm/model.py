@@ -19,6 +19,7 @@ from marginals.randomness import SamplingSeed
 from .factor import Factor
 from .inference import TreeEngine
 from .junction_tree import Clique, JunctionTree, build_junction_tree
+from .kernels.blas import blas_single_threaded
 from .queries import MarginalOracle
 
 
@@ -74,15 +75,18 @@ class Model:
         """Memory of the junction-tree tables in MiB."""
         return self.tree.size_mb
 
+    @blas_single_threaded
     def project(self, attrs: Sequence[str]) -> Factor:
         """The model's marginal (counts) over ``attrs`` as a `Factor`, axes in the order given."""
         attrs = self.domain.check(attrs)
         return Factor(self.domain.project(attrs), self.oracle.marginal(attrs))
 
+    @blas_single_threaded
     def marginals(self, subsets: Sequence[Sequence[str]]) -> list[np.ndarray]:
         """Marginals (counts, axes in the order given) of many attribute subsets, sharing one calibration."""
         return self.oracle.marginals(subsets)
 
+    @blas_single_threaded
     def synthetic_data(self, n: int | None = None, rng: SamplingSeed = None) -> pd.DataFrame:
         """``n`` synthetic rows (default round(total)) as a DataFrame in domain order.
 

@@ -53,3 +53,22 @@ def test_estimate_runs_with_one_blas_thread(two_blas_threads):
     estimate(domain, [m], iters=3, callback=lambda it, loss: seen.append(tuple(_blas_threads())))
     assert seen and all(set(s) == {1} for s in seen)
     assert set(_blas_threads()) == {2}
+
+
+def test_model_queries_and_sampling_run_with_one_blas_thread(two_blas_threads, monkeypatch):
+    import pgm.model
+    import pgm.sampling
+
+    domain = Domain(("a", "b"), (3, 4))
+    m = Measurement(("a", "b"), np.random.default_rng(1).uniform(0, 10, (3, 4)), 1.0)
+    model = estimate(domain, [m], iters=3)
+    seen = []
+    real = pgm.model.MarginalOracle.marginals
+    monkeypatch.setattr(pgm.model.MarginalOracle, "marginals",
+                        lambda self, subsets: seen.append(tuple(_blas_threads())) or real(self, subsets))
+    model.marginals([("a",), ("b",)])
+    real_rows = pgm.sampling.sample_rows
+    monkeypatch.setattr(pgm.sampling, "sample_rows", lambda *a: seen.append(tuple(_blas_threads())) or real_rows(*a))
+    model.synthetic_data(10, rng=0)
+    assert len(seen) == 2 and all(set(s) == {1} for s in seen)
+    assert set(_blas_threads()) == {2}

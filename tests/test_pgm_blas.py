@@ -70,5 +70,5 @@ def test_model_queries_and_sampling_run_with_one_blas_thread(two_blas_threads, m
     real_rows = pgm.sampling.sample_rows
     monkeypatch.setattr(pgm.sampling, "sample_rows", lambda *a: seen.append(tuple(_blas_threads())) or real_rows(*a))
     model.synthetic_data(10, rng=0)
-    assert len(seen) == 2 and all(set(s) == {1} for s in seen)
+    assert len(seen) >= 2 and all(set(s) == {1} for s in seen)  # sampling queries the model too
     assert set(_blas_threads()) == {2}

@@ -13,7 +13,8 @@ the user's defaults (no BLAS pinning). Reported:
   partitions (``DaskDataset._compute``) and the number of partition-counting tasks the workers
   ran (distributed's task stream) divided by the number of partitions;
 - counting time (inside those passes: read, validate, count, reduce), AIM's time on the counts
-  (the rest of ``AIM.run``) and the total;
+  (the rest of ``AIM.run``) and the total; CPU seconds of each worker and of the client process
+  during the run (on a shared machine, the work done rather than the time waited);
 - memory: each worker's peak RSS (psutil, sampled every 0.1 s; and ru_maxrss of the reaped
   worker processes), the client process's peak RSS (client, scheduler, nannies).
 
@@ -106,6 +107,12 @@ def _passes_counter(DaskDataset) -> dict:
     return stats
 
 
+def _cpu_seconds() -> float:
+    """This process's user + system CPU seconds (run on each worker)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def part_dask(folder: Path, eps: float, workers: int) -> dict:
     from distributed import Client, LocalCluster, get_task_stream
 
@@ -122,10 +129,13 @@ def part_dask(folder: Path, eps: float, workers: int) -> dict:
     sampler = WorkerSampler(list(client.run(os.getpid).values()))
     sampler.start()
     ds = DaskDataset.from_parquet(folder, domain)
+    cpu_before = client.run(_cpu_seconds)
     with get_task_stream(client) as stream:
-        start = time.perf_counter()
+        start, client_cpu = time.perf_counter(), _cpu_seconds()
         release = AIM(eps, insecure_seed=0).run(ds)
         info["total_s"] = time.perf_counter() - start
+        info["client_cpu_s"] = _cpu_seconds() - client_cpu
+    info["worker_cpu_s"] = [after - cpu_before[w] for w, after in client.run(_cpu_seconds).items()]
     sampler.stop.set()
     sampler.join()
     tasks = [t for t in stream.data if str(t["key"]).find("count_partition") >= 0]
@@ -172,6 +182,8 @@ def print_report(r: dict) -> None:
           f"{d['partition_tasks']} partition tasks = {d['passes_by_tasks']:g} per partition")
     print(f"time: counting {d['count_s']:.1f} s + AIM on the counts {d['aim_on_counts_s']:.1f} s "
           f"= {d['total_s']:.1f} s ({d['release']['rounds']} rounds, model {d['model_mb']:.2f} MB)")
+    print(f"CPU: workers {' + '.join('%.0f' % c for c in d['worker_cpu_s'])} s "
+          f"({sum(d['worker_cpu_s']) / d['partitions']:.2f} s per partition), client process {d['client_cpu_s']:.0f} s")
     print(f"memory: peak RSS per worker {d['worker_peak_rss_mb']:.0f} MB (sampled; reaped max "
           f"{d['reaped_worker_peak_rss_mb']:.0f} MB), workers' sum {d['workers_peak_sum_mb']:.0f} MB "
           f"(idle {d['workers_start_sum_mb']:.0f} MB); client process {d['client_peak_rss_mb']:.0f} MB")

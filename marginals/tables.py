@@ -233,15 +233,25 @@ def _count_group(columns, shape, cliques, n_rows, weights):
     # Index math in the narrowest dtype that holds the table's indices (uint16: a quarter of the
     # memory traffic of intp and four times the SIMD width; np.bincount takes any of them).
     index_dtype = {cl: _index_dtype(sizes[cl]) for cl in cliques}
-    bufs = {dt: np.empty(min(CHUNK_ROWS, n_rows), dtype=dt) for dt in set(index_dtype.values())}
+    # Every per-chunk array lives in a buffer made once: fresh arrays per chunk would be page-faulted
+    # anew each time where freed memory goes back to the OS (dask workers set MALLOC_TRIM_THRESHOLD_).
+    chunk = min(CHUNK_ROWS, n_rows)
+    bufs = {dt: np.empty(chunk, dtype=dt) for dt in set(index_dtype.values())}
+    wide = np.empty(chunk, dtype=np.intp)  # np.bincount's input dtype: cast here, not in a temporary
+    casts: dict[np.dtype, np.ndarray] = {}  # per dtype, one row per column (rows never used stay unmapped)
     for start in range(0, n_rows, CHUNK_ROWS):
         stop = min(start + CHUNK_ROWS, n_rows)
         k = stop - start
         cast: dict[tuple[int, np.dtype], np.ndarray] = {}  # each column cast once per chunk and dtype
 
         def col(a: int, dt: np.dtype) -> np.ndarray:
+            if columns[a].dtype == dt:
+                return columns[a][start:stop]
             if (a, dt) not in cast:
-                cast[a, dt] = columns[a][start:stop].astype(dt, copy=False)
+                if dt not in casts:
+                    casts[dt] = np.empty((len(columns), chunk), dtype=dt)
+                np.copyto(casts[dt][a, :k], columns[a][start:stop], casting="unsafe")
+                cast[a, dt] = casts[dt][a, :k]
             return cast[a, dt]
 
         w = None if weights is None else weights[start:stop]
@@ -251,8 +261,6 @@ def _count_group(columns, shape, cliques, n_rows, weights):
                 continue
             if len(cl) == 1:
                 idx = columns[cl[0]][start:stop]
-                if not np.can_cast(idx.dtype, np.intp):
-                    idx = col(cl[0], np.dtype(np.intp))
             else:
                 dt = index_dtype[cl]
                 idx = bufs[dt][:k]
@@ -261,5 +269,8 @@ def _count_group(columns, shape, cliques, n_rows, weights):
                 for a in cl[2:]:
                     np.multiply(idx, shape[a], out=idx)
                     np.add(idx, col(a, dt), out=idx)
+            if idx.dtype != np.intp:
+                np.copyto(wide[:k], idx, casting="unsafe")
+                idx = wide[:k]
             acc[cl] += np.bincount(idx, weights=w, minlength=sizes[cl]).astype(out_dtype, copy=False)
     return {cl: acc[cl].reshape([shape[a] for a in cl]) for cl in cliques}

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.harness import CACHE, ROOT, machine_info, peak_rss_mb, run_json
+from benchmarks.harness import CACHE, ROOT, machine_info, peak_rss_mb, publish_folder, run_json
 
 CHUNK_ROWS = 1_000_000
 
@@ -66,12 +66,7 @@ def build_parquet(rows: int, seed: int, config: str, log) -> tuple[Path, float]:
         )
     base.domain.save(tmp / "_domain.json")  # "_" files are skipped by Parquet readers
     (tmp / "_done.json").write_text(json.dumps({"rows": rows, "seed": seed, "config": config}))
-    if folder.exists():  # a concurrent build finished first
-        for f in tmp.iterdir():
-            f.unlink()
-        tmp.rmdir()
-    else:
-        tmp.rename(folder)
+    publish_folder(tmp, folder)
     return folder, time.perf_counter() - start
 
 

@@ -39,7 +39,7 @@ import pandas as pd
 from marginals import DaskDataset, Dataset, Domain
 from benchmarks.data import data_dir
 
-from .harness import ROOT, adult_or_demo, data_source_name, machine_info, one_and_two_way, peak_rss_mb, run_json
+from .harness import ROOT, adult_or_demo, data_source_name, machine_info, one_and_two_way, peak_rss_mb, publish_folder, run_json
 
 
 def cache_dir() -> Path:
@@ -71,12 +71,7 @@ def build_parquet(rows: int, partitions: int, seed: int, log) -> tuple[Path, Dom
         part.to_parquet(tmp / f"part.{i:04d}.parquet", index=False)
     base.domain.save(tmp / "_domain.json")  # "_" files are skipped by Parquet readers
     (tmp / "_done.json").write_text(json.dumps({"rows": rows, "partitions": partitions, "seed": seed}))
-    if folder.exists():  # a concurrent build finished first
-        for f in tmp.iterdir():
-            f.unlink()
-        tmp.rmdir()
-    else:
-        tmp.rename(folder)
+    publish_folder(tmp, folder)
     return folder, base.domain, time.perf_counter() - start
 
 

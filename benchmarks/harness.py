@@ -220,6 +220,16 @@ def write_text(path: Path, text: str) -> Path:
     return Path(path)
 
 
+def publish_folder(tmp: Path, folder: Path) -> None:
+    """Move a fully built ``tmp`` folder to ``folder`` (one rename); drop it if a concurrent build got there first."""
+    if folder.exists():
+        for f in tmp.iterdir():
+            f.unlink()
+        tmp.rmdir()
+    else:
+        tmp.rename(folder)
+
+
 def write_json(path: Path, obj: Any) -> Path:
     """Write ``obj`` as indented JSON, atomically (non-JSON values as strings)."""
     return write_text(path, json.dumps(obj, indent=1, default=str))

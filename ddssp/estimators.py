@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any, Sequence
 
@@ -28,7 +29,7 @@ from .base import LinearRegressor, LogisticClassifier
 from .bayes.intervals import CoefficientIntervalMixin
 from .chebyshev import chebyshev_coefficients, log_sigmoid, monomial_coefficients
 from .encoding import Encoding, EncodingOptions
-from .expected import DEFAULT_SAMPLES, expected_logistic
+from .expected import DEFAULT_SAMPLES, expected_logistic, noise_penalty
 from .inputs import DomainLike
 from .solvers import DEFAULT_RIDGE, fit_encoded, quadratic_logistic_solution, solve_normal_equations
 from .statistics import sufficient_statistics
@@ -119,13 +120,15 @@ class DDSSPLogisticRegression(CoefficientIntervalMixin, LogisticClassifier):
             log-likelihood under the release's model: ``n_samples`` feature rows drawn from it, the
             target's conditional probability exact given each row; needs a release or a model, and
             on a `marginals.Dataset` it is the maximum likelihood on the rows). ``degree``, ``radius``,
-            ``method``, ``alpha`` and ``ridge`` apply to "chebyshev" only.
+            ``method`` and ``ridge`` apply to "chebyshev" only.
         n_samples: rows drawn from the model for objective="expected".
         degree: polynomial degree; only 2 is supported (higher degrees need moments of order
             > 2, which pairwise marginals do not determine).
         radius: the approximation interval [-radius, radius] (paper: 6).
         method: "interpolation" (at Chebyshev nodes, as the paper) or "projection".
-        alpha: L2 penalty (alpha/2)||theta||^2 subtracted from the approximate log-likelihood.
+        alpha: L2 penalty (alpha/2)||theta||^2 subtracted from the (approximate or expected) log-likelihood
+            of all rows; "noise": `ddssp.expected.NOISE_ALPHA` x the median noise sigma of the release's
+            measurements (0 on exact rows), so the fit trusts no contrast carried by fewer rows than the noise.
         ridge: numerical safeguard added to X^T X (default 1e-12, absolute).
         interval, n_boot, interval_alpha, interval_kind, random_state, progress: as for `DDSSPLinearRegression`
             (intervals need objective="chebyshev"); ``random_state`` also seeds objective="expected"'s draws.
@@ -171,6 +174,9 @@ class DDSSPLogisticRegression(CoefficientIntervalMixin, LogisticClassifier):
     }
 
     def _check_params(self) -> None:
+        if not (self.alpha == "noise" or (isinstance(self.alpha, numbers.Real) and not isinstance(self.alpha, bool)
+                                          and math.isfinite(self.alpha) and self.alpha >= 0)):  # fmt: skip
+            raise ValueError(f"alpha must be a finite number >= 0 or 'noise', got {self.alpha!r}")
         if self.objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {OBJECTIVES}, got {self.objective!r}")
         if self.objective == "expected":
@@ -188,18 +194,18 @@ class DDSSPLogisticRegression(CoefficientIntervalMixin, LogisticClassifier):
             )
 
     def _fit_encoded(self, source: Any, encoding: Encoding) -> None:
+        alpha = noise_penalty(source) if self.alpha == "noise" else self.alpha
         if self.objective == "expected":
             for name in ("cheb_coef_", "monomial_coef_", "statistics_"):
                 self.__dict__.pop(name, None)  # a refit with the other objective leaves none of its state
-            self._set_solution(expected_logistic(source, encoding, self.n_samples, self.random_state), encoding)
+            self._set_solution(expected_logistic(source, encoding, self.n_samples, self.random_state, alpha), encoding)
             self.bootstrap_ = None
             return
         self.cheb_coef_ = chebyshev_coefficients(log_sigmoid, self.degree, self.radius, self.method)
         self.monomial_coef_ = monomial_coefficients(self.cheb_coef_, self.radius)
         self.statistics_ = sufficient_statistics(source, encoding)
-        theta = quadratic_logistic_solution(
-            self.statistics_.XtX, self.statistics_.Xty, self.monomial_coef_, self.alpha, self.ridge
-        )
+        theta = quadratic_logistic_solution(self.statistics_.XtX, self.statistics_.Xty, self.monomial_coef_, alpha,
+                                            self.ridge)  # fmt: skip
         self._set_solution(theta, encoding)
         self._fit_intervals(unconditioned(source))  # the bootstrap conditions each refit again
 

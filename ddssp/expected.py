@@ -43,6 +43,8 @@ from .target_levels import ClassMarginals, TargetClasses
 
 #: default number of rows drawn from the model (Monte Carlo error of theta ~ 1/sqrt(n_samples)).
 DEFAULT_SAMPLES = 200_000
+#: ``alpha="noise"``: the L2 penalty (on the all-rows scale) is this times the median measurement sigma.
+NOISE_ALPHA = 1.0
 
 
 def released_model(source: Any) -> tuple[Any, TargetClasses | None]:
@@ -58,6 +60,14 @@ def released_model(source: Any) -> tuple[Any, TargetClasses | None]:
             f"marginals.Dataset, got {type(source).__name__}"
         )
     return model, classes
+
+
+def noise_penalty(source: Any) -> float:
+    """The ``alpha="noise"`` penalty: `NOISE_ALPHA` x the median noise sigma of the source's measurements
+    (public: the release's noise scales); 0 for exact rows or a model without measurements."""
+    source = source.source if isinstance(source, ClassMarginals) else source
+    sigmas = [m.sigma for m in getattr(source, "measurements", None) or ()]
+    return NOISE_ALPHA * float(np.median(sigmas)) if sigmas else 0.0
 
 
 def target_probabilities(model: Any, target: str, rows: pd.DataFrame) -> np.ndarray:
@@ -113,9 +123,10 @@ def _encoded_sums(codes: dict[str, np.ndarray], encoding: Encoding, r: np.ndarra
     return np.concatenate(parts) if parts else np.zeros(0)
 
 
-def fit_soft_logistic(table: Dataset, encoding: Encoding, weight: np.ndarray, q: np.ndarray,
+def fit_soft_logistic(table: Dataset, encoding: Encoding, weight: np.ndarray, q: np.ndarray, l2: float = 0.0,
                       tol: float = 1e-14, max_iter: int = 100) -> np.ndarray:
-    """argmax of sum_i w_i [q_i log sigmoid(x_i.theta) + (1 - q_i) log sigmoid(-x_i.theta)] over ``table``'s rows.
+    """argmax of sum_i w_i [q_i log sigmoid(x_i.theta) + (1 - q_i) log sigmoid(-x_i.theta)] / sum_i w_i
+    - (l2 / 2) ||theta||^2 over ``table``'s rows.
 
     Damped Newton in the space of marginals: scores by table look-up, the gradient from weighted
     one-way counts, the Hessian X^T diag(w s (1 - s)) X from weighted pairwise marginals
@@ -127,14 +138,14 @@ def fit_soft_logistic(table: Dataset, encoding: Encoding, weight: np.ndarray, q:
 
     def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
         z = _scores(codes, encoding, theta)
-        return float(share @ (np.logaddexp(0.0, -z) + (1.0 - q) * z)), z
+        return float(share @ (np.logaddexp(0.0, -z) + (1.0 - q) * z)) + 0.5 * l2 * float(theta @ theta), z
 
     theta = np.zeros(p)
     value, z = loss(theta)
     for _ in range(max_iter):
         s = expit(z)
-        grad = _encoded_sums(codes, encoding, share * (s - q))
-        hessian = gram_from_marginals(_WeightedRows(table, share * s * (1.0 - s)), encoding)[0][:p, :p]
+        grad = _encoded_sums(codes, encoding, share * (s - q)) + l2 * theta
+        hessian = gram_from_marginals(_WeightedRows(table, share * s * (1.0 - s)), encoding)[0][:p, :p] + l2 * np.eye(p)
         eigval, eigvec = np.linalg.eigh(hessian)
         keep = eigval > SINGULAR_RTOL * max(float(eigval.max()), 0.0)
         step = -eigvec[:, keep] @ ((eigvec[:, keep].T @ grad) / eigval[keep])
@@ -155,17 +166,19 @@ def fit_soft_logistic(table: Dataset, encoding: Encoding, weight: np.ndarray, q:
 
 @blas_single_threaded  # small Hessians: BLAS threads only contend (pgm.kernels.blas)
 def expected_logistic(source: Any, encoding: Encoding, n_samples: int = DEFAULT_SAMPLES,
-                      random_state: SamplingSeed = None) -> np.ndarray:
-    """Coefficients maximising the expected log-likelihood under ``source`` (see the module docstring)."""
+                      random_state: SamplingSeed = None, alpha: float = 0.0) -> np.ndarray:
+    """Coefficients maximising N times the expected log-likelihood under ``source`` minus (alpha/2)||theta||^2
+    (N: the source's total of the fit's rows; see the module docstring)."""
     if isinstance(source, Dataset):
         table = source.project(encoding.feature_attrs + (encoding.target,))
         y = table.column(encoding.target)
         weight = np.ones(len(table)) if source.weights is None else np.asarray(source.weights, dtype=np.float64)
-        return fit_soft_logistic(table, encoding, weight, (y == 1).astype(np.float64))
+        return fit_soft_logistic(table, encoding, weight, (y == 1).astype(np.float64), alpha / weight.sum())
     model, classes = released_model(source)
     rows = model.synthetic_data(int(n_samples), sampling_rng(random_state))
     weight, q = soft_labels(model, encoding.target, rows, classes)
     columns = {a: rows[a] for a in encoding.feature_attrs}
     columns[encoding.target] = np.zeros(len(rows), dtype=np.int64)  # unused by the Hessian's feature block
     table = Dataset(pd.DataFrame(columns), encoding.domain.project(encoding.feature_attrs + (encoding.target,)))
-    return fit_soft_logistic(table, encoding, weight, q)
+    total = model.total * float(weight.mean())  # the (noisy, public) count of the fit's rows
+    return fit_soft_logistic(table, encoding, weight, q, alpha / max(total, 1.0))

@@ -35,13 +35,14 @@ def joint(model) -> tuple[pd.DataFrame, np.ndarray]:
     return cells, p / p.sum()
 
 
-def brute_force_theta(X: np.ndarray, weight: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """The expected-log-likelihood maximiser by a generic quasi-Newton solver on the dense matrix."""
+def brute_force_theta(X: np.ndarray, weight: np.ndarray, q: np.ndarray, l2: float = 0.0) -> np.ndarray:
+    """The (penalised) expected-log-likelihood maximiser by a generic quasi-Newton solver on the dense matrix."""
     w = weight / weight.sum()
 
     def neg(theta):
         z = X @ theta
-        return w @ (np.logaddexp(0, -z) + (1 - q) * z), X.T @ (w * (1 / (1 + np.exp(-z)) - q))
+        value = w @ (np.logaddexp(0, -z) + (1 - q) * z) + 0.5 * l2 * theta @ theta
+        return value, X.T @ (w * (1 / (1 + np.exp(-z)) - q)) + l2 * theta
 
     return minimize(neg, np.zeros(X.shape[1]), jac=True, method="BFGS", options={"gtol": 1e-12, "maxiter": 10_000}).x
 
@@ -67,16 +68,17 @@ def test_class_conditioned_soft_labels(random_model):
     assert np.allclose(weight, table[:, 1] + table[:, 3]) and np.allclose(q, table[:, 3] / (table[:, 1] + table[:, 3]))
 
 
-@pytest.mark.parametrize("categorical,intercept", [(["a", "c"], False), (["a", "b", "c"], True), ([], True)])
-def test_newton_in_marginal_space_equals_brute_force(random_model, categorical, intercept):
+@pytest.mark.parametrize("categorical,intercept,l2", [(["a", "c"], False, 0.0), (["a", "b", "c"], True, 0.0),
+                                                      ([], True, 0.0), (["a", "c"], False, 0.05)])
+def test_newton_in_marginal_space_equals_brute_force(random_model, categorical, intercept, l2):
     from ddssp.encoding import EncodingOptions
 
     model = random_model(DOM, CLIQUES, 11, scale=1.5)
     cells, p = joint(model)
     enc = build_encoding(DOM, "t", "logistic", categorical, EncodingOptions(intercept=intercept))
     weight, q = soft_labels(model, "t", cells, None)
-    theta = fit_soft_logistic(Dataset(cells, DOM), enc, weight * p, q)  # exact: every cell, weighted by P(cell)
-    assert np.allclose(theta, brute_force_theta(enc.encode_features(cells), weight * p, q), atol=1e-6)
+    theta = fit_soft_logistic(Dataset(cells, DOM), enc, weight * p, q, l2)  # exact: every cell, weighted by P(cell)
+    assert np.allclose(theta, brute_force_theta(enc.encode_features(cells), weight * p, q, l2), atol=1e-6)
 
 
 @pytest.mark.filterwarnings("ignore::ddssp.InferredPairsWarning")

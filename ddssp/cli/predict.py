@@ -82,6 +82,10 @@ def refit(release: Any, settings: dict, path: str) -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # fit already reported the inferred pairs
         model = cls(settings["target"], categorical=settings.get("categorical"), encoding=options).fit(source)
+        if settings.get("categorical") is None and list(model.encoded_feature_names_) != list(settings["features"]):
+            # a file written before categorical=None read the domain's order metadata: every feature one-hot
+            onehot = [a for a in source.domain.attrs if a != settings["target"]]
+            model = cls(settings["target"], categorical=onehot, encoding=options).fit(source)
     same_names = list(model.encoded_feature_names_) == list(settings["features"])
     saved = np.append(np.asarray(settings["coef"], dtype=np.float64), settings.get("intercept") or 0.0)
     refitted = np.append(model.coef_, model.intercept_)

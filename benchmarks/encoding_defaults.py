@@ -9,8 +9,10 @@ Per task and encoding: the number of encoded features, the public (non-private) 
 DD-SSP from ``--trials`` seeded AIM releases at ``--epsilon`` (the paper's first 50,000 training rows,
 the bundled test split, max_model_size 200, delta 1e-5; `benchmarks.figure3_fits` makes and caches
 the releases exactly as Figure 3 does, in the same cache) with its test metric and the number of
-`CollinearityWarning`s per fit. The dev data sets' domains declare their ordinal attributes
-(`benchmarks.data.ORDINAL`), so the release files carry them and ``categorical=None`` reads them.
+`CollinearityWarning`s per fit, and AdaSSP (linear) / ObjPert (logistic) on the same rows at the same
+epsilon (Figure 3's seeds). The dev data sets' domains declare their ordinal attributes
+(`benchmarks.data.ORDINAL`), so the release files carry them and ``categorical=None`` reads them (a
+release cached before that is given them: they are public).
 Linear MSE is on the encoded target scale ([-1, 1]). Seeded (insecure) releases: not private.
 """
 
@@ -21,19 +23,23 @@ from .harness import CACHE, single_threaded
 single_threaded()  # one BLAS thread (the machine is shared), before numpy is imported
 
 import argparse  # noqa: E402
+import dataclasses  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 from ddssp import (  # noqa: E402
+    AdaSSP,
     DDSSPLinearRegression,
     DDSSPLogisticRegression,
+    ObjPert,
     PublicLinearRegression,
     PublicLogisticRegression,
 )
 
-from .figure3_fits import N_TRAIN, TASKS, Task, evaluate, get_release, timed_fit  # noqa: E402
+from .data import ORDINAL  # noqa: E402
+from .figure3_fits import N_TRAIN, TASKS, Task, derive_seed, evaluate, get_release, timed_fit  # noqa: E402
 from .harness import load_split, machine_info, mean_se, results_frame, write_csv, write_json, write_text  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "encoding_defaults"
@@ -47,16 +53,24 @@ def categorical(task: Task, encoding: str, features: list[str]) -> list[str] | N
     return {"old": list(features), "new": None, "preset": task.categorical}[encoding]
 
 
-def fit_rows(task: Task, source, test, method: str, eps: float | None, trial: int | None, seed: int | None) -> list[dict]:
-    """One fit per encoding of ``method`` (public or ddssp) on ``source``: its metric, width and warnings."""
+def model_of(method: str, task: Task, cat: list[str] | None, eps: float | None, seed: int | None):
+    """The estimator of ``method``: public, ddssp (from a release), or the DP baseline on the rows
+    (adassp for linear tasks, objpert for logistic ones, at ``eps`` with delta 1e-5 and ``seed``)."""
     linear = task.kind == "linear"
+    if method == "baseline":
+        return (AdaSSP if linear else ObjPert)(eps, 1e-5, task.target, categorical=cat, insecure_seed=seed)
     cls = {("public", True): PublicLinearRegression, ("public", False): PublicLogisticRegression,
            ("ddssp", True): DDSSPLinearRegression, ("ddssp", False): DDSSPLogisticRegression}[(method, linear)]
+    return cls(task.target, categorical=cat)
+
+
+def fit_rows(task: Task, source, test, method: str, eps: float | None, trial: int | None, seed: int | None) -> list[dict]:
+    """One fit per encoding of ``method`` on ``source``: its metric, width and warnings."""
     features = [a for a in source.domain.attrs if a != task.target]
     rows = []
     for encoding in ENCODINGS:
         warns: dict = {}
-        model = cls(task.target, categorical=categorical(task, encoding, features))
+        model = model_of(method, task, categorical(task, encoding, features), eps, seed)
         seconds, n_col = timed_fit(model, source, warns)
         rows.append({"dataset": task.dataset, "task": task.name, "kind": task.kind, "encoding": encoding,
                      "method": method, "epsilon": eps, "trial": trial, "seed": seed, "metric_name": task.metric_name,
@@ -73,12 +87,17 @@ def run(tasks: list[Task], eps: float, trials: int, seed: int, cache: str | None
         train, test = load_split(task.dataset, N_TRAIN)
         assert train.domain.ordinal is not None, f"{task.dataset}: its domain declares no ordinal attributes"
         rows += fit_rows(task, task.train(train), test, "public", None, None, None)
+        for trial in range(trials):  # the DP baseline on the private rows (Figure 3's seeds)
+            purpose = "adassp" if task.kind == "linear" else "objpert"
+            seed_b = derive_seed(seed, task.dataset, eps, trial, purpose, task.name)
+            rows += fit_rows(task, task.train(train), test, "baseline", eps, trial, seed_b)
     for dataset in dict.fromkeys(t.dataset for t in tasks):
         for trial in range(trials):
             spec = {"dataset": dataset, "eps": eps, "trial": trial, "mms": 200.0, "delta": 1e-5, "seed": seed,
                     "cache": cache}
             release, info = get_release(spec)
-            assert release.domain.ordinal is not None, "the release file lost the domain's ordinal metadata"
+            if release.domain.ordinal is None:  # a release cached before domains carried it: public metadata
+                release = dataclasses.replace(release, domain=release.domain.with_ordinal(ORDINAL[dataset]))
             print(f"{dataset} eps={eps:g} trial={trial}: {'cached' if info['cached'] else 'AIM'} "
                   f"{info['seconds']:.0f}s", file=sys.stderr, flush=True)
             _, test = load_split(dataset, N_TRAIN)
@@ -90,20 +109,23 @@ def run(tasks: list[Task], eps: float, trials: int, seed: int, cache: str | None
 
 def summary(df) -> str:
     """A markdown table: per task and encoding, width, public metric and DD-SSP mean +- sd (warnings)."""
-    pub = df[df.method == "public"].set_index(["dataset", "task", "encoding"])
-    dd = df[df.method == "ddssp"]
-    stats = mean_se(dd, ["dataset", "task", "encoding"]).set_index(["dataset", "task", "encoding"])
-    col = dd.groupby(["dataset", "task", "encoding"]).collinearity_warnings.agg(["sum", "count"])
-    lines = ["| data set | task | metric | encoding | features | public | DD-SSP eps 1 (mean +- sd) | "
-             "CollinearityWarning (fits with one / fits) |", "|---|---|---|---|---|---|---|---|"]
-    for (dataset, task, encoding), p in pub.sort_index().iterrows():
-        key = (dataset, task, encoding)
-        s = stats.loc[key] if key in stats.index else None
-        ddssp = "" if s is None else f"{s['mean']:.4f} +- {0.0 if np.isnan(s['std']) else s['std']:.4f} (n={int(s['n'])})"
-        warned = dd[(dd.dataset == dataset) & (dd.task == task) & (dd.encoding == encoding)]
-        cw = f"{int((warned.collinearity_warnings > 0).sum())} / {len(warned)}" if key in col.index else ""
-        lines.append(f"| {dataset} | {task} | {p['metric_name']} | {encoding} | {int(p['n_features'])} | "
-                     f"{p['metric']:.4f} | {ddssp} | {cw} |")
+    keys = ["dataset", "task", "encoding"]
+    pub = df[df.method == "public"].set_index(keys)
+    stats = {m: mean_se(df[df.method == m], keys).set_index(keys) for m in ("ddssp", "baseline")}
+
+    def cell(method: str, key: tuple) -> str:
+        s = stats[method].loc[key] if key in stats[method].index else None
+        if s is None:
+            return ""
+        fits = df[(df.method == method) & (df.dataset == key[0]) & (df.task == key[1]) & (df.encoding == key[2])]
+        sd = 0.0 if np.isnan(s["std"]) else s["std"]
+        return f"{s['mean']:.4f} +- {sd:.4f} ({int((fits.collinearity_warnings > 0).sum())}/{len(fits)})"
+
+    lines = ["| data set | task | metric | encoding | features | public | DD-SSP (CW fits/fits) | "
+             "AdaSSP or ObjPert (CW fits/fits) |", "|---|---|---|---|---|---|---|---|"]
+    for key, p in pub.sort_index().iterrows():
+        lines.append(f"| {key[0]} | {key[1]} | {p['metric_name']} | {key[2]} | {int(p['n_features'])} | "
+                     f"{p['metric']:.4f} | {cell('ddssp', key)} | {cell('baseline', key)} |")
     return "\n".join(lines)
 
 
@@ -128,7 +150,9 @@ def main(argv: list[str] | None = None) -> int:
                f"old = every feature one-hot (the old categorical=None); new = categorical=None with the domains' "
                f"ordinal metadata (benchmarks.data.ORDINAL); preset = the DD-SSP paper's categorical_preset. "
                f"Linear MSE on the [-1, 1] target scale; DD-SSP from {args.trials} seeded AIM releases at "
-               f"eps {args.epsilon:g} (delta 1e-5, max_model_size 200, first {N_TRAIN:,} train rows, bundled test).\n\n"
+               f"eps {args.epsilon:g} (delta 1e-5, max_model_size 200, first {N_TRAIN:,} train rows, bundled test); "
+               f"AdaSSP (linear) / ObjPert (logistic) on the same rows at eps {args.epsilon:g}, {args.trials} seeds; "
+               f"mean +- sd, and (fits with a CollinearityWarning / fits).\n\n"
                f"{table}\n")
     write_json(args.out / "run.json", {"argv": sys.argv[1:] if argv is None else argv, "machine": machine_info()})
     print(table)

@@ -1,6 +1,7 @@
 """Encoding defaults (issue 27, item 4): the old ``categorical=None`` (every feature one-hot) vs the new
 one (the domain's ordinal attributes scaled to [-1, 1], nominal ones one-hot) vs the DD-SSP paper's
-preset (`ddssp.categorical_preset`), on the Figure-3 tasks.
+preset (`ddssp.categorical_preset`) vs the new one with two hinge columns per ordinal attribute
+(``EncodingOptions(knots=2)``, `ddssp.ordinal`), on the Figure-3 tasks.
 
     python -m benchmarks.encoding_defaults                 # 3 AIM releases (eps 1) per data set
     python -m benchmarks.encoding_defaults --trials 1 --out /tmp/enc
@@ -33,6 +34,7 @@ from ddssp import (  # noqa: E402
     AdaSSP,
     DDSSPLinearRegression,
     DDSSPLogisticRegression,
+    EncodingOptions,
     ObjPert,
     PublicLinearRegression,
     PublicLogisticRegression,
@@ -43,25 +45,28 @@ from .figure3_fits import N_TRAIN, TASKS, Task, derive_seed, evaluate, get_relea
 from .harness import load_split, machine_info, mean_se, results_frame, write_csv, write_json, write_text  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "encoding_defaults"
-ENCODINGS = ("old", "new", "preset")  # all one-hot (the old default) / categorical=None / the paper's
+#: all one-hot (the old default) / categorical=None / the paper's / categorical=None with 2 hinges per ordinal attribute
+ENCODINGS = ("old", "new", "preset", "new-knots2")
 COLUMNS = ["dataset", "task", "kind", "encoding", "method", "epsilon", "trial", "seed", "metric_name", "metric",
            "n_features", "collinearity_warnings", "default_warnings", "seconds"]  # fmt: skip
 
 
 def categorical(task: Task, encoding: str, features: list[str]) -> list[str] | None:
     """The ``categorical`` argument of an encoding: every feature, None (the default) or the preset."""
-    return {"old": list(features), "new": None, "preset": task.categorical}[encoding]
+    return {"old": list(features), "new": None, "preset": task.categorical, "new-knots2": None}[encoding]
 
 
-def model_of(method: str, task: Task, cat: list[str] | None, eps: float | None, seed: int | None):
+def model_of(method: str, task: Task, encoding: str, cat: list[str] | None, eps: float | None, seed: int | None):
     """The estimator of ``method``: public, ddssp (from a release), or the DP baseline on the rows
     (adassp for linear tasks, objpert for logistic ones, at ``eps`` with delta 1e-5 and ``seed``)."""
     linear = task.kind == "linear"
+    options = EncodingOptions(knots=2 if encoding == "new-knots2" else 0)
     if method == "baseline":
-        return (AdaSSP if linear else ObjPert)(eps, 1e-5, task.target, categorical=cat, insecure_seed=seed)
+        return (AdaSSP if linear else ObjPert)(eps, 1e-5, task.target, categorical=cat, encoding=options,
+                                               insecure_seed=seed)  # fmt: skip
     cls = {("public", True): PublicLinearRegression, ("public", False): PublicLogisticRegression,
            ("ddssp", True): DDSSPLinearRegression, ("ddssp", False): DDSSPLogisticRegression}[(method, linear)]
-    return cls(task.target, categorical=cat)
+    return cls(task.target, categorical=cat, encoding=options)
 
 
 def fit_rows(task: Task, source, test, method: str, eps: float | None, trial: int | None, seed: int | None) -> list[dict]:
@@ -70,7 +75,7 @@ def fit_rows(task: Task, source, test, method: str, eps: float | None, trial: in
     rows = []
     for encoding in ENCODINGS:
         warns: dict = {}
-        model = model_of(method, task, categorical(task, encoding, features), eps, seed)
+        model = model_of(method, task, encoding, categorical(task, encoding, features), eps, seed)
         seconds, n_col = timed_fit(model, source, warns)
         rows.append({"dataset": task.dataset, "task": task.name, "kind": task.kind, "encoding": encoding,
                      "method": method, "epsilon": eps, "trial": trial, "seed": seed, "metric_name": task.metric_name,
@@ -148,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
     table = summary(df)
     write_text(args.out / "summary.md", f"# Encoding defaults (python -m benchmarks.encoding_defaults)\n\n"
                f"old = every feature one-hot (the old categorical=None); new = categorical=None with the domains' "
-               f"ordinal metadata (benchmarks.data.ORDINAL); preset = the DD-SSP paper's categorical_preset. "
+               f"ordinal metadata (benchmarks.data.ORDINAL); preset = the DD-SSP paper's categorical_preset; "
+               f"new-knots2 = new with EncodingOptions(knots=2) (two hinge columns per ordinal attribute). "
                f"Linear MSE on the [-1, 1] target scale; DD-SSP from {args.trials} seeded AIM releases at "
                f"eps {args.epsilon:g} (delta 1e-5, max_model_size 200, first {N_TRAIN:,} train rows, bundled test); "
                f"AdaSSP (linear) / ObjPert (logistic) on the same rows at eps {args.epsilon:g}, {args.trials} seeds; "

@@ -13,7 +13,9 @@ numeric). Without one (None, the default), the domain's public order metadata de
 numeric, nominal ones one-hot. An ordinal attribute whose last levels are unordered extras (a
 spec's ``<other>`` / ``<missing>`` after the bins) is "mixed": one numeric column for the ordered
 levels (scaled over them alone; 0 at the extra levels) plus one indicator column per extra level,
-so the extras neither sit at the top of the scale nor lose the bins' order. A domain that says
+so the extras neither sit at the top of the scale nor lose the bins' order. ``EncodingOptions(knots=K)``
+adds K hinge columns to every numeric feature (a piecewise-linear function of its level,
+`ddssp.ordinal`): a non-linear effect in a few columns instead of a one-hot block. A domain that says
 nothing about order is one-hot everywhere, and `build_encoding` warns `EncodingDefaultWarning`.
 
 The row-norm bounds of Prop. 3.1 follow from the matrices: ||x||^2 <= sum_j max_l ||A_j[:, l]||^2,
@@ -32,6 +34,8 @@ import pandas as pd
 
 from marginals import Dataset, Domain
 from marginals.limits import check_cells
+
+from .ordinal import ordinal_matrix, usable_knots
 
 #: name of the intercept column in `Encoding.feature_names`.
 INTERCEPT = "(intercept)"
@@ -71,12 +75,16 @@ class EncodingOptions:
         values: user-given value per level for some numeric attributes (or the linear target),
             overriding ``numeric`` for them.
         intercept: add a constant-1 column (the paper has none).
+        knots: hinge columns per numeric feature (0: none, one column each): a piecewise-linear
+            function of the level with this many equally spaced interior knots (`ddssp.ordinal`; at
+            most levels - 2; not for attributes given ``values`` nor for the target).
     """
 
     drop: str | None = "first"
     numeric: str = "scaled"
     values: Mapping[str, Sequence[float]] | None = None
     intercept: bool = False
+    knots: int = 0
 
 
 @dataclass(frozen=True, eq=False)
@@ -84,7 +92,7 @@ class AttributeEncoding:
     """One attribute's encoding: ``matrix`` (p_j x m_j) and the names of its p_j features."""
 
     attr: str
-    kind: str  # "onehot", "numeric" or "mixed" (numeric over the ordered levels + an indicator per extra level)
+    kind: str  # "onehot", "numeric" or "mixed" (numeric over the ordered levels + hinges + extra-level indicators)
     matrix: np.ndarray
     names: tuple[str, ...]
     levels: tuple[int, ...] = ()  # the code each indicator feature stands for (the last len(levels) names)
@@ -139,6 +147,8 @@ def _check_options(options: EncodingOptions, domain: Domain, categorical: set[st
         raise ValueError(f"drop must be 'first' or None, got {options.drop!r}")
     if options.numeric not in ("scaled", "raw"):
         raise ValueError(f"numeric must be 'scaled' or 'raw', got {options.numeric!r}")
+    if isinstance(options.knots, bool) or not isinstance(options.knots, (int, np.integer)) or options.knots < 0:
+        raise ValueError(f"knots must be an integer >= 0, got {options.knots!r}")
     for attr in options.values or {}:
         if attr not in domain:
             raise ValueError(f"values given for {attr!r}, which is not in the domain {list(domain.attrs)}")
@@ -235,15 +245,16 @@ def build_encoding(
     if target not in domain:
         raise ValueError(f"target {target!r} is not in the domain; attributes are {list(domain.attrs)}")
     feature_attrs = [a for a in domain.attrs if a != target]
-    ordered: dict[str, int] = {}  # numeric attributes with extra unordered levels: their ordered levels
     if categorical is None:
         cat = _default_onehot(domain, feature_attrs)
-        ordered = {a: k for a, k in (domain.ordinal or ()) if a in feature_attrs and k < domain[a]
-                   and not (options.values and a in options.values)}
+        ordered = dict(domain.ordinal or ())  # the numeric features' ordered levels (then extra levels)
     else:
-        cat = _explicit_onehot(domain, target, categorical)
+        cat, ordered = _explicit_onehot(domain, target, categorical), {}
     _check_options(options, domain, cat)
-    check_fit_cells(domain, target, list(cat | set(ordered)))  # an upper bound: mixed blocks counted as one-hot
+    # several columns (hinges, extra-level indicators) for a numeric attribute without user values
+    multi = {a: ordered.get(a, domain[a]) for a in feature_attrs if a not in cat and a not in (options.values or {})
+             and (ordered.get(a, domain[a]) < domain[a] or usable_knots(ordered.get(a, domain[a]), options.knots))}
+    check_fit_cells(domain, target, list(cat | set(multi)))  # an upper bound: those blocks counted as one-hot
     features = []
     for attr in feature_attrs:
         m = domain[attr]
@@ -253,8 +264,8 @@ def build_encoding(
             levels = tuple(range(1 if drop else 0, m))
             names = tuple(f"{attr}={level}" for level in levels)
             features.append(AttributeEncoding(attr, "onehot", matrix, names, levels))
-        elif attr in ordered:
-            features.append(mixed_encoding(attr, m, ordered[attr], options))
+        elif attr in multi:
+            features.append(mixed_encoding(attr, m, multi[attr], options))
         else:
             matrix = _numeric_values(attr, m, options)[None, :]
             features.append(AttributeEncoding(attr, "numeric", matrix, (attr,)))
@@ -265,15 +276,15 @@ def build_encoding(
 
 
 def mixed_encoding(attr: str, levels: int, ordered: int, options: EncodingOptions) -> AttributeEncoding:
-    """An ordinal attribute whose codes ``ordered .. levels-1`` are extra unordered levels: one numeric
-    row (``options.numeric`` over the ordered codes, 0 at the extras) and one indicator row per extra
-    level. Every level's squared norm is at most 1 when scaled (its Prop. 3.1 share, as a one-hot block)."""
-    values = np.zeros(levels)
-    values[:ordered] = scaled_values(ordered) if options.numeric == "scaled" else np.arange(ordered, dtype=np.float64)
+    """A numeric attribute in several columns (`ddssp.ordinal`): its value over the ordered codes
+    ``0 .. ordered-1`` (``options.numeric``), ``options.knots`` hinges, and one indicator per extra
+    unordered level (codes ``ordered .. levels-1``, 0 in the other rows). Scaled, every level's
+    squared norm is at most 1 + knots (a one-hot block's is 1: its Prop. 3.1 share)."""
+    matrix = ordinal_matrix(levels, ordered, options.knots, options.numeric == "raw")
+    knots = usable_knots(ordered, options.knots)
     extra = tuple(range(ordered, levels))
-    head = (attr,) if ordered > 1 else ()  # a single ordered level has no scale: indicators only
-    rows = [values[None, :]] * len(head) + [np.eye(levels)[list(extra)]]
-    return AttributeEncoding(attr, "mixed", np.vstack(rows), head + tuple(f"{attr}={level}" for level in extra), extra)
+    head = ((attr,) if ordered > 1 else ()) + tuple(f"{attr}>knot{k}" for k in range(1, knots + 1))
+    return AttributeEncoding(attr, "mixed", matrix, head + tuple(f"{attr}={level}" for level in extra), extra)
 
 
 def _explicit_onehot(domain: Domain, target: str, categorical: Sequence[str]) -> set[str]:

@@ -267,3 +267,47 @@ def test_the_development_sets_declare_their_ordinal_attributes():
         domain = load_bundled(name, "test").domain
         assert {a for a, _ in domain.ordinal} == set(ordinal)
         assert set(ordinal) == set(domain.attrs) - set(CATEGORICAL_PRESETS[name]) - nominal.get(name, set())
+
+
+# --- hinge columns (EncodingOptions(knots=K)) ------------------------------------------------------
+
+
+def test_hinge_columns_are_the_piecewise_linear_basis_at_public_knots():
+    dom = Domain(("a", "b", "y"), (7, 3, 2), ordinal={"a": 5})  # a: 5 ordered levels + 2 extra
+    enc = build_encoding(dom, "y", "logistic", options=EncodingOptions(knots=2))
+    a = enc.features[0]
+    assert a.names == ("a", "a>knot1", "a>knot2", "a=5", "a=6") and a.kind == "mixed"
+    s = np.array([-1, -0.5, 0, 0.5, 1])
+    expected = np.zeros((5, 7))
+    expected[0, :5] = s
+    for row, t in ((1, -1 / 3), (2, 1 / 3)):
+        expected[row, :5] = np.maximum(0, s - t) / (1 - t)
+    expected[3, 5] = expected[4, 6] = 1
+    np.testing.assert_allclose(a.matrix, expected)
+    assert a.max_sq_norm == pytest.approx(3.0)  # 1 + knots at the top level
+    assert enc.features[1].kind == "onehot"  # nominal attributes are unchanged
+
+
+@pytest.mark.parametrize("ordered", [2, 3, 4, 5, 8, 30])
+@pytest.mark.parametrize("knots", [1, 2, 3, 5])
+def test_a_hinge_block_has_full_column_rank_and_no_constant(ordered, knots):
+    from ddssp.ordinal import ordinal_matrix, usable_knots
+
+    matrix = ordinal_matrix(ordered, ordered, knots, raw=False)
+    assert matrix.shape[0] == 1 + usable_knots(ordered, knots) <= ordered - 1 + (ordered == 1)
+    assert np.linalg.matrix_rank(matrix) == matrix.shape[0]
+    with_constant = np.vstack([matrix, np.ones(ordered)])  # the constant is not in the rows' span
+    assert np.linalg.matrix_rank(with_constant) == matrix.shape[0] + 1
+
+
+def test_ddssp_with_hinges_is_least_squares_and_knots_are_checked():
+    data = codes(3000, DOM, 6)
+    model = DDSSPLinearRegression("y", encoding=EncodingOptions(knots=2)).fit(data)
+    assert "age>knot2" in model.encoded_feature_names_ and "hours>knot1" in model.encoded_feature_names_
+    X, y = model.encoding_.encode(data.to_df())
+    np.testing.assert_allclose(model.coef_, np.linalg.lstsq(X, y, rcond=None)[0], rtol=1e-8, atol=1e-10)
+    explicit = build_encoding(DOM, "y", categorical=["job"], options=EncodingOptions(knots=1))
+    assert explicit.feature_names == ("age", "age>knot1", "job=1", "job=2", "hours", "hours>knot1")
+    for bad in (-1, 1.5, True):
+        with pytest.raises(ValueError, match="knots must be an integer >= 0"):
+            build_encoding(DOM, "y", options=EncodingOptions(knots=bad))

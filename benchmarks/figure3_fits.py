@@ -161,7 +161,8 @@ def get_release(spec: dict) -> tuple[Release, dict]:
     cached, and read back so a fresh release is used exactly as a cached one)."""
     train, _ = load_split(spec["dataset"], N_TRAIN)
     seed = derive_seed(spec["seed"], spec["dataset"], spec["eps"], spec["trial"], "aim")
-    kwargs = {"epsilon": spec["eps"], "delta": spec["delta"], "max_model_size": spec["mms"], "insecure_seed": seed}
+    kwargs = {"epsilon": spec["eps"], "delta": spec["delta"], "max_model_size": spec["mms"], "insecure_seed": seed,
+              **spec.get("aim_options", {})}  # e.g. targets=[...]: part of the settings, so of the cache key
     settings = aim_settings(kwargs)
     info = {"seed": seed, "cached": False, "file": ""}
     path = release_path(Path(spec["cache"]), spec, seed, settings, train) if spec["cache"] else None

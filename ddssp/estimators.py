@@ -15,6 +15,7 @@ Example:
 
 from __future__ import annotations
 
+import numbers
 from typing import Any, Sequence
 
 from sklearn.utils import ClassifierTags
@@ -27,10 +28,14 @@ from .base import LinearRegressor, LogisticClassifier
 from .bayes.intervals import CoefficientIntervalMixin
 from .chebyshev import chebyshev_coefficients, log_sigmoid, monomial_coefficients
 from .encoding import Encoding, EncodingOptions
+from .expected import DEFAULT_SAMPLES, expected_logistic
 from .inputs import DomainLike
 from .solvers import DEFAULT_RIDGE, fit_encoded, quadratic_logistic_solution, solve_normal_equations
 from .statistics import sufficient_statistics
 from .target_levels import unconditioned
+
+#: DDSSPLogisticRegression's objectives: the paper's degree-2 surrogate, or the model's expected log-likelihood.
+OBJECTIVES = ("chebyshev", "expected")
 
 #: What a DD-SSP fit holds besides ``coef_`` & co.: all read off its source, so on a release all of it is
 #: post-processing of the release (on private rows DD-SSP claims no privacy at all).
@@ -100,22 +105,31 @@ class DDSSPLinearRegression(CoefficientIntervalMixin, LinearRegressor):
 
 
 class DDSSPLogisticRegression(CoefficientIntervalMixin, LogisticClassifier):
-    """Logistic regression maximising a degree-2 Chebyshev approximation of the log-likelihood.
+    """Logistic regression from a release: a degree-2 Chebyshev approximation of the log-likelihood
+    (``objective="chebyshev"``, the paper's) or the exact log-likelihood expected under the released
+    model (``objective="expected"``, `ddssp.expected`).
 
     With y in {-1, +1} the approximation is n b0 + b1 theta.X^T y + b2 theta^T X^T X theta
     (b: monomial coefficients of log sigmoid on [-radius, radius]), maximised in closed form
-    theta = -b1/(2 b2) (X^T X + (ridge + alpha/(-2 b2)) I)^-1 X^T y.
+    theta = -b1/(2 b2) (X^T X + (ridge + alpha/(-2 b2)) I)^-1 X^T y: a multiple of least squares.
 
     Args:
         target: a 2-level attribute; code 1 is the positive class (``classes_[1]``).
         categorical, encoding, domain: as for `DDSSPLinearRegression`.
+        objective: "chebyshev" (pairwise marginals only) or "expected" (Newton on the expected
+            log-likelihood under the release's model: ``n_samples`` feature rows drawn from it, the
+            target's conditional probability exact given each row; needs a release or a model, and
+            on a `marginals.Dataset` it is the maximum likelihood on the rows). ``degree``, ``radius``,
+            ``method``, ``alpha`` and ``ridge`` apply to "chebyshev" only.
+        n_samples: rows drawn from the model for objective="expected".
         degree: polynomial degree; only 2 is supported (higher degrees need moments of order
             > 2, which pairwise marginals do not determine).
         radius: the approximation interval [-radius, radius] (paper: 6).
         method: "interpolation" (at Chebyshev nodes, as the paper) or "projection".
         alpha: L2 penalty (alpha/2)||theta||^2 subtracted from the approximate log-likelihood.
         ridge: numerical safeguard added to X^T X (default 1e-12, absolute).
-        interval, n_boot, interval_alpha, interval_kind, random_state, progress: as for `DDSSPLinearRegression`.
+        interval, n_boot, interval_alpha, interval_kind, random_state, progress: as for `DDSSPLinearRegression`
+            (intervals need objective="chebyshev"); ``random_state`` also seeds objective="expected"'s draws.
 
     A target whose spec adds ``<other>`` / ``<missing>`` to two classes (any DP-inferred spec) is fitted
     on the rows of those classes (`ddssp.target_levels`: exact, from 3-way marginals with the target).
@@ -131,10 +145,13 @@ class DDSSPLogisticRegression(CoefficientIntervalMixin, LogisticClassifier):
         method: str = "interpolation", alpha: float = 0.0, ridge: float = DEFAULT_RIDGE,
         interval: str | None = None, n_boot: int = 50, interval_alpha: float = 0.1, interval_kind: str = "bias_aware",
         random_state: SamplingSeed = None, progress: bool = True, domain: DomainLike = None,
+        objective: str = "chebyshev", n_samples: int = DEFAULT_SAMPLES,
     ) -> None:  # fmt: skip
         self.target = target
         self.categorical = categorical
         self.encoding = encoding
+        self.objective = objective
+        self.n_samples = n_samples
         self.degree = degree
         self.radius = radius
         self.method = method
@@ -155,6 +172,15 @@ class DDSSPLogisticRegression(CoefficientIntervalMixin, LogisticClassifier):
     }
 
     def _check_params(self) -> None:
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"objective must be one of {OBJECTIVES}, got {self.objective!r}")
+        if self.objective == "expected":
+            if isinstance(self.n_samples, bool) or not isinstance(self.n_samples, numbers.Integral) or self.n_samples < 1:
+                raise ValueError(f"n_samples must be an integer >= 1, got {self.n_samples!r}")
+            if self.interval is not None:
+                raise ValueError("interval needs objective='chebyshev': the bootstrap of objective='expected' is not "
+                                 "implemented")  # fmt: skip
+            return
         if self.degree != 2:
             raise ValueError(
                 f"DDSSPLogisticRegression supports only degree=2 (got {self.degree}): the degree-M objective needs "
@@ -163,6 +189,12 @@ class DDSSPLogisticRegression(CoefficientIntervalMixin, LogisticClassifier):
             )
 
     def _fit_encoded(self, source: Any, encoding: Encoding) -> None:
+        if self.objective == "expected":
+            for name in ("cheb_coef_", "monomial_coef_", "statistics_"):
+                self.__dict__.pop(name, None)  # a refit with the other objective leaves none of its state
+            self._set_solution(expected_logistic(source, encoding, self.n_samples, self.random_state), encoding)
+            self.bootstrap_ = None
+            return
         self.cheb_coef_ = chebyshev_coefficients(log_sigmoid, self.degree, self.radius, self.method)
         self.monomial_coef_ = monomial_coefficients(self.cheb_coef_, self.radius)
         self.statistics_ = sufficient_statistics(source, encoding)

@@ -109,13 +109,18 @@ def quadratic_logistic_solution(
     return factor * solve_normal_equations(XtX, Xty, ridge + alpha / (-2.0 * b[2]))
 
 
-def logistic_loss(theta: np.ndarray, X: np.ndarray, y_pm: np.ndarray) -> tuple[float, np.ndarray]:
-    """Mean log-loss (1/n) sum log(1 + exp(-y x.theta)) for labels y in {-1, +1}, and its gradient."""
+def logistic_loss(
+    theta: np.ndarray, X: np.ndarray, y_pm: np.ndarray, weights: np.ndarray | None = None
+) -> tuple[float, np.ndarray]:
+    """Mean log-loss (1/n) sum log(1 + exp(-y x.theta)) for labels y in {-1, +1}, and its gradient;
+    with ``weights`` (summing to 1) the weighted sum instead of the mean."""
     margins = y_pm * (X @ theta)
-    loss = float(np.mean(np.logaddexp(0.0, -margins)))
+    losses = np.logaddexp(0.0, -margins)
     # d/dm log(1 + e^-m) = -sigmoid(-m), computed without overflow
-    weights = -y_pm * expit(-margins)
-    return loss, X.T @ weights / X.shape[0]
+    slope = -y_pm * expit(-margins)
+    if weights is None:
+        return float(np.mean(losses)), X.T @ slope / X.shape[0]
+    return float(weights @ losses), X.T @ (slope * weights)
 
 
 def sigmoid(z: np.ndarray) -> np.ndarray:
@@ -130,8 +135,10 @@ def fit_logistic(
     linear: np.ndarray | None = None,
     tol: float = 1e-18,
     max_iter: int = 200,
+    weights: np.ndarray | None = None,
 ) -> np.ndarray:
-    """argmin over theta of mean log-loss + (l2/2)||theta||^2 + linear.theta (damped Newton from 0).
+    """argmin over theta of mean log-loss + (l2/2)||theta||^2 + linear.theta (damped Newton from 0);
+    ``weights`` (>= 0, normalised here) weight the rows' losses instead of the mean.
 
     Each step solves the Newton system with a pseudo-inverse of the Hessian, so with ``l2 = 0``
     the iterates stay in the row space of X: all-zero and collinear columns end at the
@@ -142,16 +149,18 @@ def fit_logistic(
     y_pm = np.asarray(y_pm, dtype=np.float64)
     n, p = X.shape
     lin = np.zeros(p) if linear is None else np.asarray(linear, dtype=np.float64)
+    share = None if weights is None else np.asarray(weights, dtype=np.float64) / np.sum(weights)
 
     def objective(theta: np.ndarray) -> tuple[float, np.ndarray]:
-        loss, grad = logistic_loss(theta, X, y_pm)
+        loss, grad = logistic_loss(theta, X, y_pm, share)
         return loss + 0.5 * l2 * theta @ theta + lin @ theta, grad + l2 * theta + lin
 
     theta = np.zeros(p)
     value, grad = objective(theta)
     for _ in range(max_iter):
         prob = sigmoid(X @ theta)
-        scaled = X * np.sqrt(prob * (1.0 - prob) / n)[:, None]
+        curvature = prob * (1.0 - prob) / n if share is None else prob * (1.0 - prob) * share
+        scaled = X * np.sqrt(curvature)[:, None]
         hessian = scaled.T @ scaled + l2 * np.eye(p)  # A.T @ A runs as one symmetric BLAS product
         eigval, eigvec = np.linalg.eigh(hessian)
         keep = eigval > SINGULAR_RTOL * max(float(eigval.max()), 0.0)

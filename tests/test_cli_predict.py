@@ -91,6 +91,29 @@ def test_predict_refuses_a_coefficient_file_of_other_settings(release_file, tmp_
     assert "lacks the column(s) ['age']" in capsys.readouterr().err
 
 
+def test_an_unseeded_expected_fit_predicts_with_its_own_coefficients(release_file, tmp_path, capsys):
+    """Fresh draws cannot be replayed: predict checks the features by a refit and applies the file's coefficients."""
+    coef = _fit(release_file, tmp_path, "--target", "income", "--model", "logistic", "--objective", "expected")
+    result = json.loads(coef.read_text())
+    assert result["objective"] == "expected" and result["sample_seed"] is None
+    rows = DATA.to_df().drop(columns=["income"]).head(50)
+    rows.to_csv(tmp_path / "rows.csv", index=False)
+    argv = ["predict", "--release", str(release_file), "--coef", str(coef), "--data", str(tmp_path / "rows.csv"),
+            "--out", str(tmp_path / "p.csv"), "--quiet"]  # fmt: skip
+    assert main(argv) == 0, capsys.readouterr().err
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = DDSSPLogisticRegression("income").fit(Release.load(release_file))
+    X = model.encoding_.encode_features(DATA.to_df().head(50))  # the probabilities from the file's coefficients
+    np.testing.assert_allclose(pd.read_csv(tmp_path / "p.csv")["probability"], 1 / (1 + np.exp(-X @ result["coef"])),
+                               rtol=1e-9)  # fmt: skip
+    result["features"][0] = "no-such-feature"  # the structure is still checked
+    coef.write_text(json.dumps(result))
+    assert main(argv) == 2 and "do not match a refit" in capsys.readouterr().err
+    assert main(["fit", "--release", str(release_file), "--target", "education", "--objective", "expected"]) == 2
+    assert "--objective applies to --model logistic only" in capsys.readouterr().err
+
+
 SPEC = {"columns": {
     "colour": {"type": "categorical", "categories": ["red", "green", "blue"]},
     "size": {"type": "numeric", "lo": 0, "hi": 10, "bins": 5},

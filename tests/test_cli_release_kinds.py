@@ -117,7 +117,10 @@ def test_fit_names_coefficients_by_the_release_labels(loaded, kind):
     release = loaded[kind]
     linear = DDSSPLinearRegression("hours", categorical=CATEGORICAL + ["income"]).fit(release)
     logistic = DDSSPLogisticRegression("income", categorical=CATEGORICAL).fit(release)
-    for model in (linear, logistic):
+    expected = DDSSPLogisticRegression("income", categorical=CATEGORICAL, objective="expected", n_samples=20_000,
+                                       random_state=0).fit(release)  # fmt: skip
+    assert list(expected.classes_) == list(logistic.classes_)
+    for model in (linear, logistic, expected):
         assert np.all(np.isfinite(model.coef_)) and len(model.coef_) == len(model.encoded_feature_names_)
         assert list(model.encoded_feature_names_) == expected_names(release, model)
     if kind in RAW_KINDS:
@@ -130,13 +133,17 @@ def test_fit_names_coefficients_by_the_release_labels(loaded, kind):
 def test_cli_fit_and_predict(made, loaded, kind, tmp_path, capsys):
     release, rows = loaded[kind], covered_rows(loaded[kind])
     rows.to_csv(tmp_path / "rows.csv", index=False)
-    for model, target, cls in (("linear", "hours", DDSSPLinearRegression), ("logistic", "income", DDSSPLogisticRegression)):
+    fits = (("linear", "hours", DDSSPLinearRegression, {}), ("logistic", "income", DDSSPLogisticRegression, {}),
+            ("logistic", "income", DDSSPLogisticRegression, {"objective": "expected", "random_state": 4}))  # fmt: skip
+    for model, target, cls, options in fits:
         coef = tmp_path / f"{model}.json"
         argv = ["fit", "--release", str(made[kind]), "--target", target, "--model", model, "--json", str(coef)]
+        if options:
+            argv += ["--objective", options["objective"], "--sample-seed", str(options["random_state"])]
         assert main(argv + ["--categorical", ",".join(CATEGORICAL)]) == 0
         out = capsys.readouterr().out
         saved = json.loads(coef.read_text())
-        python = cls(target, categorical=CATEGORICAL).fit(release)
+        python = cls(target, categorical=CATEGORICAL, **options).fit(release)
         assert saved["features"] == list(python.encoded_feature_names_) and all(f in out for f in saved["features"])
         np.testing.assert_allclose(saved["coef"], python.coef_, rtol=1e-12)
         pred = tmp_path / f"{model}-pred.csv"

@@ -47,6 +47,8 @@ def fits(release):
         (DDSSPLinearRegression("education", **interval), release),
         on_rows(DDSSPLogisticRegression("income", CAT, domain=DOMAIN)),
         (DDSSPLogisticRegression("income", **interval), release),
+        (DDSSPLogisticRegression("income", categorical=["married"], objective="expected", n_samples=5000,
+                                 random_state=0), release),  # fmt: skip
         (AIMSynth("education", categorical=["married"], random_state=0), release),
         (AIMSynth("income", task="logistic", categorical=["married"], random_state=0), release),
         on_rows(PublicLinearRegression("education", CAT, domain=DOMAIN)),

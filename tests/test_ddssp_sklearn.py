@@ -31,6 +31,7 @@ NUMERIC = dict(categorical=[], domain=K)  # scaled-code features: one column per
 CHECKED = [
     DDSSPLinearRegression(**NUMERIC),
     DDSSPLogisticRegression(**NUMERIC),
+    DDSSPLogisticRegression(**NUMERIC, objective="expected"),
     AIMSynth(**NUMERIC, random_state=0),
     AIMSynth(task="logistic", **NUMERIC, random_state=0),
     PublicLinearRegression(**NUMERIC),

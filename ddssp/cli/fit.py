@@ -11,9 +11,9 @@ from typing import Any, Sequence
 from aim import Release
 from marginals.files import write_text_atomic
 
-from .common import check_outputs, load_release, note, split_names, subcommand
+from .common import check_outputs, load_release, nonnegative_int, note, split_names, subcommand
 from ..encoding import CATEGORICAL_PRESETS, EncodingOptions, categorical_preset, check_fit_cells
-from ..estimators import DDSSPLinearRegression, DDSSPLogisticRegression
+from ..estimators import OBJECTIVES, DDSSPLinearRegression, DDSSPLogisticRegression
 
 
 def _fit_result(model: Any, args: argparse.Namespace, release: Release, exclude: list[str]) -> dict:
@@ -35,7 +35,10 @@ def _fit_result(model: Any, args: argparse.Namespace, release: Release, exclude:
         classes = model.target_classes_
         result["left_out_levels"] = [] if classes is None else [
             label for code, label in enumerate(release.discretizer.labels(args.target)) if code not in classes.codes]
-        result["chebyshev_monomial_coefficients"] = [float(b) for b in model.monomial_coef_]
+        result["objective"] = model.objective
+        result["sample_seed"] = args.sample_seed  # a post-processing seed (the model is public): safe to record
+        if model.objective == "chebyshev":
+            result["chebyshev_monomial_coefficients"] = [float(b) for b in model.monomial_coef_]
     return result
 
 
@@ -68,11 +71,17 @@ def run(args: argparse.Namespace) -> int:
         categorical = [a for a in categorical_preset(args.preset) if a in source.domain and a != args.target]
     elif args.categorical:
         categorical = split_names(args.categorical)
-    cls = DDSSPLinearRegression if args.model == "linear" else DDSSPLogisticRegression
+    options = dict(target=args.target, categorical=categorical, encoding=EncodingOptions(intercept=args.intercept))
+    if args.model == "linear":
+        if args.objective is not None:
+            raise ValueError("--objective applies to --model logistic only")
+        model = DDSSPLinearRegression(**options)
+    else:
+        model = DDSSPLogisticRegression(**options, objective=args.objective or "chebyshev", random_state=args.sample_seed)
     check_fit_size(source, args.target, categorical, args.release)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        model = cls(target=args.target, categorical=categorical, encoding=EncodingOptions(intercept=args.intercept)).fit(source)
+        model.fit(source)
     for w in caught:
         note(args, f"warning: {' '.join(str(w.message).split())}")
     result = _fit_result(model, args, release, exclude)
@@ -116,4 +125,11 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                    help="the DD-SSP paper's one-hot features for that data set (instead of --categorical)")
     p.add_argument("--json", metavar="FILE", help="also write the coefficients to this JSON file")
     p.add_argument("--intercept", action="store_true", help="add an intercept column (the paper's encoding has none)")
+    p.add_argument("--objective", choices=list(OBJECTIVES), default=None,
+                   help="logistic only: 'chebyshev' (default; the paper's degree-2 approximation, from pairwise "
+                        "marginals) or 'expected' (the log-likelihood expected under the release's model, by Newton "
+                        "on rows drawn from it)")
+    p.add_argument("--sample-seed", type=nonnegative_int, default=None, metavar="SEED",
+                   help="seed of --objective expected's draws from the model (post-processing of the public "
+                        "release, so safe to give; default: fresh OS entropy)")
     p.set_defaults(func=run)

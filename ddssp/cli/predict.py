@@ -2,8 +2,11 @@
 
 A DD-SSP fit is deterministic post-processing of the release, so the model is not pickled: the
 coefficient file records the settings (target, model, excluded attributes, one-hot features,
-intercept) and ``predict`` refits them on the same release, checks that the coefficients agree
-with the file (a file from another release or settings is refused) and predicts ``--data``.
+intercept; a logistic fit's objective and sample seed) and ``predict`` refits them on the same
+release, checks that the coefficients agree with the file (a file from another release or settings
+is refused) and predicts ``--data``. A logistic fit with ``--objective expected`` and no
+``--sample-seed`` drew fresh random rows, so it cannot be replayed: its features are checked
+against a refit and its coefficients are taken from the file.
 Rows are raw values when the release carries a spec (coded by it), integer codes otherwise;
 columns are taken by name (any order, extra columns such as the target ignored). The spec codes
 them by the rules the release was made with: a value outside a column's categories goes to
@@ -35,7 +38,7 @@ from marginals.files import read_json, write_text_atomic
 from .common import add_csv_output_flags, check_outputs, csv_text, load_release, private_note, subcommand
 from .fit import check_fit_size
 from ..encoding import EncodingOptions
-from ..estimators import DDSSPLinearRegression, DDSSPLogisticRegression
+from ..estimators import OBJECTIVES, DDSSPLinearRegression, DDSSPLogisticRegression
 
 #: largest difference between the file's coefficients and the refit ones (both are the same
 #: deterministic computation; only JSON's decimal round trip separates them).
@@ -77,18 +80,30 @@ def refit(release: Any, settings: dict, path: str) -> Any:
     if settings["target"] not in source.domain:
         raise ValueError(f"{path}: target {settings['target']!r} is not an attribute of the release")
     check_fit_size(source, settings["target"], settings.get("categorical"), path)
-    cls = DDSSPLinearRegression if settings["model"] == "linear" else DDSSPLogisticRegression
-    options = EncodingOptions(intercept=bool(settings.get("fit_intercept", False)))
+    options = dict(categorical=settings.get("categorical"),
+                   encoding=EncodingOptions(intercept=bool(settings.get("fit_intercept", False))))
+    if settings["model"] == "linear":
+        model = DDSSPLinearRegression(settings["target"], **options)
+    else:
+        objective, seed = settings.get("objective", "chebyshev"), settings.get("sample_seed")
+        if objective not in OBJECTIVES or not (seed is None or (isinstance(seed, int) and seed >= 0)):
+            raise ValueError(f"{path}: unknown objective {objective!r} or a bad sample_seed; not a file written by fit --json")
+        # an unseeded 'expected' fit cannot be replayed: refit the structure, keep the file's coefficients
+        replay = objective == "chebyshev" or seed is not None
+        model = DDSSPLogisticRegression(settings["target"], **options, objective=objective if replay else "chebyshev",
+                                        random_state=seed)  # fmt: skip
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # fit already reported the inferred pairs
-        model = cls(settings["target"], categorical=settings.get("categorical"), encoding=options).fit(source)
+        model.fit(source)
         if settings.get("categorical") is None and list(model.encoded_feature_names_) != list(settings["features"]):
             # a file written before categorical=None read the domain's order metadata: every feature one-hot
-            onehot = [a for a in source.domain.attrs if a != settings["target"]]
-            model = cls(settings["target"], categorical=onehot, encoding=options).fit(source)
+            model.set_params(categorical=[a for a in source.domain.attrs if a != settings["target"]]).fit(source)
     same_names = list(model.encoded_feature_names_) == list(settings["features"])
     saved = np.append(np.asarray(settings["coef"], dtype=np.float64), settings.get("intercept") or 0.0)
     refitted = np.append(model.coef_, model.intercept_)
+    if settings["model"] == "logistic" and not replay and same_names and saved.shape == refitted.shape:
+        model.coef_, model.intercept_ = saved[:-1].copy(), float(saved[-1])
+        return model
     if not same_names or saved.shape != refitted.shape or np.any(np.abs(saved - refitted) > COEF_TOLERANCE):
         raise ValueError(f"{path}: its coefficients do not match a refit on this release (another release or "
                          "other settings?); run fit --json on this release again")  # fmt: skip

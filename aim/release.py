@@ -64,6 +64,8 @@ class Release:
             if disc.domain != self.domain:
                 raise ValueError(f"the spec's domain {disc.domain!r} differs from the release's {self.domain!r}")
             self.spec, self._discretizer = disc.to_spec(), disc
+            if self.domain.ordinal is None:  # the spec says which columns are ordered (numeric ones)
+                self.domain = disc.domain
 
     @property
     def discretizer(self) -> Discretizer | None:

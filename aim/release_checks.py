@@ -156,7 +156,7 @@ def check_header(header: Any, path: Any) -> dict:
         _check_round(r, path)
     _check_config(header["config"], path)
     try:
-        domain = Domain.from_dict(header["domain"])
+        domain = Domain.from_dict(header["domain"], header.get("ordinal"))
     except ValueError as exc:
         raise _fail(path, f"release domain: {exc}") from None
 

@@ -4,7 +4,8 @@
 File format: an ``.npz`` (no pickle) holding a JSON header (``header``) plus one array per
 measurement (``measurement_<i>``) and per model potential (``potential_<i>``); written atomically.
 Version 3 added the optional ``spec``; version 4 stores the configuration in parts
-(`aim.release_config`). Versions 2 and 3 are still read, their flat configuration mapped to the
+(`aim.release_config`) and may hold the domain's public ``ordinal`` metadata (`marginals.Domain`;
+absent from older files). Versions 2 and 3 are still read, their flat configuration mapped to the
 parts (`aim.release_config.from_flat`). No seed or generator state is ever stored, and no private
 rows: everything here is post-processing of the DP measurements.
 """
@@ -52,6 +53,8 @@ def write_release(path: str | os.PathLike, *, domain: Domain, measurements: list
         "private": bool(private),
         "spec": spec,
     }
+    if domain.ordinal is not None:  # public metadata: which attributes are ordered (absent from older files)
+        header["ordinal"] = domain.ordinal_json()
     arrays = {"header": np.array(json.dumps(header))}
     for i, m in enumerate(measurements):
         arrays[f"measurement_{i}"] = m.noisy_counts

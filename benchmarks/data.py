@@ -17,6 +17,17 @@ from marginals.dataset import Dataset
 from marginals.domain import Domain
 
 BUNDLED = ("adult", "acs-income-lin", "acs-employment")
+#: the ordered (ordinal) attributes of the bundled data sets (public: what each code means), which
+#: `load_bundled` declares on their domains (`marginals.Domain.ordinal`; their domain.json files are in
+#: the plain form). Those the DD-SSP paper keeps numeric (`ddssp.CATEGORICAL_PRESETS`) except ESP
+#: (employment status of parents: 8 situations and N/A) and MIG (mobility: same house / abroad /
+#: other house in the US), nominal ACS codes the paper one-hot encodes in its ACSPublicCoverage task.
+#: Two-level attributes count as ordered (one +-1 column, as in the paper).
+ORDINAL = {
+    "adult": ("age", "fnlwgt", "education-num", "sex", "capital-gain", "capital-loss", "hours-per-week", "income>50K"),
+    "acs-income-lin": ("AGEP", "SCHL", "WKHP", "SEX", "PINCP"),
+    "acs-employment": ("AGEP", "SCHL", "DIS", "NATIVITY", "DEAR", "DEYE", "DREM", "SEX", "ESR"),
+}
 ADULT_RAW_COLUMNS = (  # the order of adult.names; the last column (the class) is unnamed there
     "age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
     "relationship", "race", "sex", "capital-gain", "capital-loss", "hours-per-week", "native-country",
@@ -40,7 +51,8 @@ def data_dir() -> Path | None:
 
 
 def load_bundled(name: str, split: str = "train", limit: int | None = None) -> Dataset:
-    """Load ``<data_dir>/<name>/<split>.csv`` with its ``domain.json`` (first ``limit`` rows if given)."""
+    """Load ``<data_dir>/<name>/<split>.csv`` with its ``domain.json`` (first ``limit`` rows if given); the
+    domain of a bundled set declares its `ORDINAL` attributes when its file says nothing about order."""
     root = data_dir()
     if root is None:
         raise FileNotFoundError(
@@ -51,6 +63,8 @@ def load_bundled(name: str, split: str = "train", limit: int | None = None) -> D
         known = sorted(p.name for p in root.iterdir() if (p / "domain.json").is_file())
         raise FileNotFoundError(f"no data set {name!r} under {root}; available: {known}")
     domain = Domain.load(folder / "domain.json")
+    if domain.ordinal is None and name in ORDINAL:
+        domain = domain.with_ordinal(ORDINAL[name])
     df = pd.read_csv(folder / f"{split}.csv", nrows=limit)
     return Dataset(df, domain)
 

@@ -7,6 +7,17 @@ one-hot blocks (first level dropped as reference, or all kept), numeric scalars 
 to [-1, 1], raw codes, or user-given values), the target (linear: numeric; logistic: -1/+1)
 and an optional intercept column (the encoding of "no attribute", a constant 1).
 
+Which features are numeric: an explicit ``categorical`` list names the one-hot ones (all others
+numeric). Without one (None, the default), the domain's public order metadata decides
+(`marginals.Domain.ordinal`; a spec declares its numeric columns ordered): ordinal attributes are
+numeric, nominal ones one-hot. An ordinal attribute whose last levels are unordered extras (a
+spec's ``<other>`` / ``<missing>`` after the bins) is "mixed": one numeric column for the ordered
+levels (scaled over them alone; 0 at the extra levels) plus one indicator column per extra level,
+so the extras neither sit at the top of the scale nor lose the bins' order. ``EncodingOptions(knots=K)``
+adds K hinge columns to every numeric feature (a piecewise-linear function of its level,
+`ddssp.ordinal`): a non-linear effect in a few columns instead of a one-hot block. A domain that says
+nothing about order is one-hot everywhere, and `build_encoding` warns `EncodingDefaultWarning`.
+
 The row-norm bounds of Prop. 3.1 follow from the matrices: ||x||^2 <= sum_j max_l ||A_j[:, l]||^2,
 which is max|v_j|^2 for a scalar attribute, 1 for a one-hot block and 1 for the intercept.
 """
@@ -14,6 +25,7 @@ which is max|v_j|^2 for a scalar attribute, 1 for a one-hot block and 1 for the 
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
@@ -22,6 +34,8 @@ import pandas as pd
 
 from marginals import Dataset, Domain
 from marginals.limits import check_cells
+
+from .ordinal import ordinal_matrix, usable_knots
 
 #: name of the intercept column in `Encoding.feature_names`.
 INTERCEPT = "(intercept)"
@@ -34,6 +48,11 @@ CATEGORICAL_PRESETS: dict[str, tuple[str, ...]] = {
 }
 
 TASKS = ("linear", "logistic")
+
+
+class EncodingDefaultWarning(UserWarning):
+    """``categorical=None`` on a domain that says nothing about which attributes are ordered: every
+    feature is one-hot encoded (declare the ordinal attributes, or pass ``categorical=[...]``)."""
 
 
 def categorical_preset(name: str) -> tuple[str, ...]:
@@ -56,12 +75,16 @@ class EncodingOptions:
         values: user-given value per level for some numeric attributes (or the linear target),
             overriding ``numeric`` for them.
         intercept: add a constant-1 column (the paper has none).
+        knots: hinge columns per numeric feature (0: none, one column each): a piecewise-linear
+            function of the level with this many equally spaced interior knots (`ddssp.ordinal`; at
+            most levels - 2; not for attributes given ``values`` nor for the target).
     """
 
     drop: str | None = "first"
     numeric: str = "scaled"
     values: Mapping[str, Sequence[float]] | None = None
     intercept: bool = False
+    knots: int = 0
 
 
 @dataclass(frozen=True, eq=False)
@@ -69,16 +92,15 @@ class AttributeEncoding:
     """One attribute's encoding: ``matrix`` (p_j x m_j) and the names of its p_j features."""
 
     attr: str
-    kind: str  # "onehot" or "numeric"
+    kind: str  # "onehot", "numeric" or "mixed" (numeric over the ordered levels + hinges + extra-level indicators)
     matrix: np.ndarray
     names: tuple[str, ...]
-    levels: tuple[int, ...] = ()  # one-hot: the code each feature stands for
+    levels: tuple[int, ...] = ()  # the code each indicator feature stands for (the last len(levels) names)
 
     def labelled(self, labels: Sequence[str]) -> tuple[str, ...]:
-        """The feature names with one-hot levels named by ``labels[code]`` (``workclass=Private``)."""
-        if self.kind != "onehot":
-            return self.names
-        return tuple(f"{self.attr}={labels[level]}" for level in self.levels)
+        """The feature names with indicator levels named by ``labels[code]`` (``workclass=Private``, ``age=<missing>``)."""
+        head = self.names[: len(self.names) - len(self.levels)]
+        return head + tuple(f"{self.attr}={labels[level]}" for level in self.levels)
 
     @property
     def width(self) -> int:
@@ -125,6 +147,8 @@ def _check_options(options: EncodingOptions, domain: Domain, categorical: set[st
         raise ValueError(f"drop must be 'first' or None, got {options.drop!r}")
     if options.numeric not in ("scaled", "raw"):
         raise ValueError(f"numeric must be 'scaled' or 'raw', got {options.numeric!r}")
+    if isinstance(options.knots, bool) or not isinstance(options.knots, (int, np.integer)) or options.knots < 0:
+        raise ValueError(f"knots must be an integer >= 0, got {options.knots!r}")
     for attr in options.values or {}:
         if attr not in domain:
             raise ValueError(f"values given for {attr!r}, which is not in the domain {list(domain.attrs)}")
@@ -209,7 +233,9 @@ def build_encoding(
 ) -> Encoding:
     """Build the encoding of every non-target attribute of ``domain`` plus the target.
 
-    ``categorical`` lists the one-hot attributes; None means every feature is one-hot.
+    ``categorical`` lists the one-hot attributes (all others numeric). None: the domain's order
+    metadata decides (ordinal numeric, nominal one-hot; see the module docstring); a domain without
+    it is one-hot everywhere and warns `EncodingDefaultWarning`.
     """
     options = EncodingOptions() if options is None else options
     if not isinstance(domain, Domain):
@@ -220,20 +246,15 @@ def build_encoding(
         raise ValueError(f"target {target!r} is not in the domain; attributes are {list(domain.attrs)}")
     feature_attrs = [a for a in domain.attrs if a != target]
     if categorical is None:
-        cat = set(feature_attrs)
+        cat = _default_onehot(domain, feature_attrs)
+        ordered = dict(domain.ordinal or ())  # the numeric features' ordered levels (then extra levels)
     else:
-        if isinstance(categorical, str):
-            raise TypeError("categorical must be a list of attribute names (use categorical_preset(name) for a preset)")
-        unknown = [a for a in categorical if a not in domain]
-        if unknown:
-            raise ValueError(
-                f"categorical attribute(s) {unknown} not in the domain; attributes are {list(domain.attrs)}"
-            )
-        if target in categorical:
-            raise ValueError(f"the target {target!r} cannot also be a categorical feature")
-        cat = set(categorical)
+        cat, ordered = _explicit_onehot(domain, target, categorical), {}
     _check_options(options, domain, cat)
-    check_fit_cells(domain, target, list(cat))
+    # several columns (hinges, extra-level indicators) for a numeric attribute without user values
+    multi = {a: ordered.get(a, domain[a]) for a in feature_attrs if a not in cat and a not in (options.values or {})
+             and (ordered.get(a, domain[a]) < domain[a] or usable_knots(ordered.get(a, domain[a]), options.knots))}
+    check_fit_cells(domain, target, list(cat | set(multi)))  # an upper bound: those blocks counted as one-hot
     features = []
     for attr in feature_attrs:
         m = domain[attr]
@@ -243,11 +264,61 @@ def build_encoding(
             levels = tuple(range(1 if drop else 0, m))
             names = tuple(f"{attr}={level}" for level in levels)
             features.append(AttributeEncoding(attr, "onehot", matrix, names, levels))
+        elif attr in multi:
+            features.append(mixed_encoding(attr, m, multi[attr], options))
         else:
             matrix = _numeric_values(attr, m, options)[None, :]
             features.append(AttributeEncoding(attr, "numeric", matrix, (attr,)))
     target_enc = _target_encoding(domain, target, task, options)
+    if categorical is None and domain.ordinal is None and feature_attrs:
+        _warn_all_onehot(domain, feature_attrs)
     return Encoding(domain, target, task, tuple(features), target_enc, bool(options.intercept))
+
+
+def mixed_encoding(attr: str, levels: int, ordered: int, options: EncodingOptions) -> AttributeEncoding:
+    """A numeric attribute in several columns (`ddssp.ordinal`): its value over the ordered codes
+    ``0 .. ordered-1`` (``options.numeric``), ``options.knots`` hinges, and one indicator per extra
+    unordered level (codes ``ordered .. levels-1``, 0 in the other rows). Scaled, every level's
+    squared norm is at most 1 + knots (a one-hot block's is 1: its Prop. 3.1 share)."""
+    matrix = ordinal_matrix(levels, ordered, options.knots, options.numeric == "raw")
+    knots = usable_knots(ordered, options.knots)
+    extra = tuple(range(ordered, levels))
+    head = ((attr,) if ordered > 1 else ()) + tuple(f"{attr}>knot{k}" for k in range(1, knots + 1))
+    return AttributeEncoding(attr, "mixed", matrix, head + tuple(f"{attr}={level}" for level in extra), extra)
+
+
+def _explicit_onehot(domain: Domain, target: str, categorical: Sequence[str]) -> set[str]:
+    """The one-hot features of an explicit ``categorical`` list, after checking its names."""
+    if isinstance(categorical, str):
+        raise TypeError("categorical must be a list of attribute names (use categorical_preset(name) for a preset)")
+    unknown = [a for a in categorical if a not in domain]
+    if unknown:
+        raise ValueError(f"categorical attribute(s) {unknown} not in the domain; attributes are {list(domain.attrs)}")
+    if target in categorical:
+        raise ValueError(f"the target {target!r} cannot also be a categorical feature")
+    return set(categorical)
+
+
+def _default_onehot(domain: Domain, features: Sequence[str]) -> set[str]:
+    """The one-hot features of ``categorical=None``: the domain's nominal ones; all of them when the
+    domain says nothing about order."""
+    if domain.ordinal is None:
+        return set(features)
+    ordinal = {a for a, _ in domain.ordinal}
+    return {a for a in features if a not in ordinal}
+
+
+def _warn_all_onehot(domain: Domain, features: Sequence[str]) -> None:
+    """One `EncodingDefaultWarning` for a fit whose features are all one-hot for lack of order metadata."""
+    warnings.warn(
+        f"categorical=None and the domain says nothing about which attributes are ordered, so every feature is "
+        f"one-hot encoded ({len(features)} attribute(s), {sum(domain[a] for a in features)} levels): ordered "
+        "attributes (age bins, years, counts) fit better as numbers scaled to [-1, 1]. Declare them in the "
+        "domain: Domain(..., ordinal=[...]) or domain.with_ordinal([...]); in domain.json, "
+        '{"attributes": {"age": 10, ...}, "ordinal": ["age", ...]} (a spec declares its numeric columns '
+        "ordered). Or give the one-hot attributes explicitly, categorical=[...] (all others numeric; "
+        "dp-marginals fit --categorical or --preset)", EncodingDefaultWarning, stacklevel=3,
+    )  # fmt: skip
 
 
 def _target_encoding(domain: Domain, target: str, task: str, options: EncodingOptions) -> AttributeEncoding:
@@ -285,7 +356,8 @@ def read_codes(df: pd.DataFrame, domain: Domain, attrs: Sequence[str]) -> dict[s
 
 def fit_cells(domain: Domain, target: str, categorical: Sequence[str] | None) -> int:
     """Cells a DD-SSP fit on ``domain`` allocates (an upper bound): every 1- and 2-way marginal,
-    each one-hot block's identity matrix and the Gram matrix of the encoded columns."""
+    each one-hot block's identity matrix and the Gram matrix of the encoded columns (None: every
+    feature counted as one-hot, the widest default)."""
     levels = {a: int(domain[a]) for a in domain.attrs}
     onehot = [a for a in levels if a != target and (categorical is None or a in categorical)]
     total = sum(levels.values())

@@ -56,7 +56,8 @@ class DDSSPLinearRegression(CoefficientIntervalMixin, LinearRegressor):
     Args:
         target: the attribute to predict (encoded numerically, [-1, 1] by default); with
             ``fit(X, y)`` it may be None (then y's name, or "y").
-        categorical: one-hot attributes (None: every feature one-hot).
+        categorical: one-hot attributes, all others numeric (None: the domain's ordinal attributes numeric, the
+            others one-hot; every feature one-hot, warning `EncodingDefaultWarning`, when it says nothing about order).
         encoding: `EncodingOptions` (reference level, numeric scaling, intercept).
         ridge: added to the diagonal of X^T X; the default 1e-12 is absolute, like the paper's
             code, and only guards exact singularity (see `ddssp.solvers`).

@@ -100,7 +100,9 @@ def _kept_rows(table: pd.DataFrame, target: str, classes: TargetClasses) -> tupl
 
 def class_domain(domain: Domain, classes: TargetClasses) -> Domain:
     """``domain`` with the target's levels cut to its classes."""
-    return Domain(domain.attrs, tuple(len(classes.codes) if a == classes.target else domain[a] for a in domain.attrs))
+    ordinal = None if domain.ordinal is None else [(a, k) for a, k in domain.ordinal if a != classes.target]
+    return Domain(domain.attrs, tuple(len(classes.codes) if a == classes.target else domain[a] for a in domain.attrs),
+                  ordinal)  # the features' order metadata kept (the target is encoded -1/+1)
 
 
 class ClassMarginals:

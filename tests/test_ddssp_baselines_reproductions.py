@@ -70,7 +70,8 @@ def test_tukeyem_with_default_models_on_adult_is_refused_with_the_rule(adult):
     # "TukeyEM() with defaults fails on adult ('47 rows per subset, fewer than the 250 features')": m = 1000
     # subsets need 250 rows each; the refusal gives the rule for m and never quotes n (a private count)
     with pytest.raises(ValueError, match=r"choose n_models <= n_samples / 250") as refused:
-        TukeyEM(1.0, 1e-6, target="education-num").fit(adult)  # the default encoding: p = 250
+        every = [a for a in adult.domain.attrs if a != "education-num"]  # all one-hot (the old default): p = 250
+        TukeyEM(1.0, 1e-6, target="education-num", categorical=every).fit(adult)
     assert "47" not in str(refused.value) and "rows per subset" not in str(refused.value)
 
 

@@ -231,3 +231,83 @@ def test_saved_files_get_the_usual_permissions(tmp_path):
         os.umask(umask)
     mode = stat.S_IMODE(os.stat(tmp_path / "d.json").st_mode)
     assert mode == 0o666 & ~umask or mode == 0o644
+
+
+# --- ordinal metadata (public: which attributes are ordered) -----------------------------------
+
+
+def test_ordinal_metadata_is_normalised_and_leaves_equality_and_hashing_alone(dom):
+    meta = Domain(("a", "b", "c", "d"), (2, 3, 4, 5), ordinal=["d", "b"])
+    assert meta.ordinal == (("b", 3), ("d", 5))  # domain order, every level ordered
+    assert meta == dom and hash(meta) == hash(dom) and {dom: 1}[meta] == 1
+    assert dom.ordinal is None and dom.ordered_levels("b") is None
+    assert meta.ordered_levels("b") == 3 and meta.ordered_levels("a") is None
+    partial = dom.with_ordinal({"c": 2})  # codes 0, 1 ordered; 2, 3 extra levels
+    assert partial.ordinal == (("c", 2),) and partial == dom
+    assert dom.with_ordinal([]).ordinal == ()  # declared: nothing is ordered (not unknown)
+    with pytest.raises(ValueError, match="unknown attribute 'z'"):
+        meta.ordered_levels("z")
+
+
+def test_sub_domains_keep_the_ordinal_metadata(dom):
+    meta = dom.with_ordinal({"b": 3, "c": 2})
+    assert meta.project(("c", "a")).ordinal == (("c", 2),)
+    assert meta.marginalize(("b",)).ordinal == (("c", 2),)
+    assert meta.project(("a",)).ordinal == ()  # still declared
+    assert dom.project(("c",)).ordinal is None
+    other = Domain(("d", "e"), (5, 2), ordinal=["e"])
+    assert meta.merge(other).ordinal == (("b", 3), ("c", 2), ("e", 2))
+    assert dom.merge(other).ordinal is None  # only one side knows: unknown
+    import pickle
+
+    assert pickle.loads(pickle.dumps(meta)).ordinal == meta.ordinal
+
+
+@pytest.mark.parametrize("ordinal, message", [
+    (["z"], "ordinal attribute 'z' is not in the domain"),
+    (["b", "b"], "ordinal attribute 'b' is listed twice"),
+    ({"c": 5}, "ordinal attribute 'c': its number of ordered levels must be an integer from 1 to its 4 levels, got 5"),
+    ({"c": 0}, "ordinal attribute 'c'.*got 0"),
+    ({"c": True}, "ordinal attribute 'c'.*got True"),
+    ({"c": 1.5}, "ordinal attribute 'c'.*got 1.5"),
+    ("c", "ordinal must be a list of attribute names or a mapping"),
+    (3, "ordinal must be a list of attribute names or a mapping"),
+    ([5], "ordinal attribute 5 is not in the domain"),
+])
+def test_malformed_ordinal_metadata_is_refused_naming_the_attribute(dom, ordinal, message):
+    with pytest.raises(ValueError, match=message):
+        dom.with_ordinal(ordinal)
+
+
+def test_domain_json_extended_form_round_trips(tmp_path):
+    plain = tmp_path / "plain.json"
+    plain.write_text('{"age": 10, "job": 4, "sex": 2}')
+    d = Domain.load(plain)
+    assert d.ordinal is None
+    d.save(tmp_path / "again.json")  # a domain without metadata is written in the plain form
+    assert json.loads((tmp_path / "again.json").read_text()) == {"age": 10, "job": 4, "sex": 2}
+    full = {"attributes": {"age": 10, "job": 4, "sex": 2}, "ordinal": ["age", "sex"]}
+    partial = {"attributes": {"age": 10, "job": 4, "sex": 2}, "ordinal": {"age": 8}}  # age: 8 bins + 2 extra levels
+    for form, expected in ((full, (("age", 10), ("sex", 2))), (partial, (("age", 8),))):
+        src = tmp_path / "extended.json"
+        src.write_text(json.dumps(form))
+        loaded = Domain.load(src)
+        assert loaded.attrs == ("age", "job", "sex") and loaded.shape == (10, 4, 2)
+        assert loaded.ordinal == expected and loaded == d
+        loaded.save(tmp_path / "out.json")
+        assert json.loads((tmp_path / "out.json").read_text()) == form  # the same form back
+        assert Domain.load(tmp_path / "out.json").ordinal == expected
+
+
+@pytest.mark.parametrize("content, message", [
+    ({"attributes": {"age": 10}, "ordinal": ["agee"]}, r"x\.json: Domain: ordinal attribute 'agee' is not in the domain"),
+    ({"attributes": {"age": 10}, "ordinal": {"age": 11}}, r"x\.json: Domain: ordinal attribute 'age': .* got 11"),
+    ({"attributes": {"age": 10}, "ordinal": "age"}, r"x\.json: Domain: ordinal must be a list"),
+    ({"attributes": {"age": 10}, "ordered": ["age"]}, r"x\.json: unknown key\(s\) \['ordered'\] in the extended domain form"),
+    ({"attributes": {"age": "10"}}, r"x\.json: attribute 'age' has a non-integer size"),
+])
+def test_domain_json_malformed_metadata_is_a_clear_error(tmp_path, content, message):
+    p = tmp_path / "x.json"
+    p.write_text(json.dumps(content))
+    with pytest.raises(ValueError, match=message):
+        Domain.load(p)

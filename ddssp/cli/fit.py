@@ -118,7 +118,9 @@ def register(sub: Any, common: argparse.ArgumentParser) -> None:
                         "(default linear)")
     p.add_argument("--exclude", metavar="ATTRS", help="comma-separated attributes to leave out of the features")
     p.add_argument("--categorical", metavar="ATTRS",
-                   help="comma-separated one-hot features (others numeric; default: all one-hot)")
+                   help="comma-separated one-hot features (others numeric; default: the release's ordered "
+                        "attributes numeric, from its domain or spec, the others one-hot; all one-hot, with a "
+                        "warning, when the release says nothing about order)")
     p.add_argument("--preset", choices=sorted(CATEGORICAL_PRESETS),
                    help="the DD-SSP paper's one-hot features for that data set (instead of --categorical)")
     p.add_argument("--json", metavar="FILE", help="also write the coefficients to this JSON file")

@@ -95,6 +95,9 @@ def refit(release: Any, settings: dict, path: str) -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # fit already reported the inferred pairs
         model.fit(source)
+        if settings.get("categorical") is None and list(model.encoded_feature_names_) != list(settings["features"]):
+            # a file written before categorical=None read the domain's order metadata: every feature one-hot
+            model.set_params(categorical=[a for a in source.domain.attrs if a != settings["target"]]).fit(source)
     same_names = list(model.encoded_feature_names_) == list(settings["features"])
     saved = np.append(np.asarray(settings["coef"], dtype=np.float64), settings.get("intercept") or 0.0)
     refitted = np.append(model.coef_, model.intercept_)

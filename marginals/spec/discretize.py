@@ -3,7 +3,8 @@
 Everything comes from a public, JSON-able spec (categories, bounds or bin edges, aliases,
 options), never from the private rows. Levels of a column, in code order: the categories (or
 bins), then ``"<other>"`` when ``unseen="other"``, then the missing level when
-``missing="level"`` (column compilation: `marginals.spec.columns`). The transform report
+``missing="level"`` (column compilation: `marginals.spec.columns`). The domain says which
+columns are ordered (`marginals.Domain.ordinal`): each numeric column's bins, not its extra levels. The transform report
 (clipped / other / missing / dropped counts) is computed from the private rows: it is for the
 data holder and must not be published. The rows a spec leaves out ("drop" rules) are described by
 public statements, `Discretizer.excluded` (recorded under the spec's ``"excluded"`` key). Specs inferred from private rows under differential
@@ -117,7 +118,9 @@ class Discretizer:
         self._columns = tuple(c for c, _ in compiled)
         self._spec = {k: json.loads(json.dumps(v)) for k, v in spec.items() if k != "columns"}
         self._spec["columns"] = {c.name: s for c, s in compiled}
-        self.domain = Domain(tuple(c.name for c in self._columns), tuple(c.size for c in self._columns))
+        # numeric columns are ordinal: their bins are ordered, the <other> / <missing> levels after them are not
+        ordinal = {c.name: len(c.values) for c in self._columns if c.kind == "numeric" and c.values}
+        self.domain = Domain(tuple(c.name for c in self._columns), tuple(c.size for c in self._columns), ordinal)
         self.last_report: dict[str, Any] | None = None
 
     @classmethod

@@ -29,7 +29,7 @@ from .base import LinearRegressor, LogisticClassifier
 from .bayes.intervals import CoefficientIntervalMixin
 from .chebyshev import chebyshev_coefficients, log_sigmoid, monomial_coefficients
 from .encoding import Encoding, EncodingOptions
-from .expected import DEFAULT_SAMPLES, expected_logistic, noise_penalty
+from .expected import DEFAULT_SAMPLES, expected_logistic
 from .inputs import DomainLike
 from .solvers import DEFAULT_RIDGE, fit_encoded, quadratic_logistic_solution, solve_normal_equations
 from .statistics import sufficient_statistics
@@ -128,8 +128,7 @@ class DDSSPLogisticRegression(CoefficientIntervalMixin, LogisticClassifier):
         radius: the approximation interval [-radius, radius] (paper: 6).
         method: "interpolation" (at Chebyshev nodes, as the paper) or "projection".
         alpha: L2 penalty (alpha/2)||theta||^2 subtracted from the (approximate or expected) log-likelihood
-            of all rows; "noise": `ddssp.expected.NOISE_ALPHA` x the median noise sigma of the release's
-            measurements (0 on exact rows), so the fit trusts no contrast carried by fewer rows than the noise.
+            of all rows.
         ridge: numerical safeguard added to X^T X (default 1e-12, absolute).
         interval, n_boot, interval_alpha, interval_kind, random_state, progress: as for `DDSSPLinearRegression`
             (intervals need objective="chebyshev"); ``random_state`` also seeds objective="expected"'s draws.
@@ -175,9 +174,9 @@ class DDSSPLogisticRegression(CoefficientIntervalMixin, LogisticClassifier):
     }
 
     def _check_params(self) -> None:
-        if not (self.alpha == "noise" or (isinstance(self.alpha, numbers.Real) and not isinstance(self.alpha, bool)
-                                          and math.isfinite(self.alpha) and self.alpha >= 0)):  # fmt: skip
-            raise ValueError(f"alpha must be a finite number >= 0 or 'noise', got {self.alpha!r}")
+        if isinstance(self.alpha, bool) or not isinstance(self.alpha, numbers.Real) or not (
+                math.isfinite(self.alpha) and self.alpha >= 0):  # fmt: skip
+            raise ValueError(f"alpha must be a finite number >= 0, got {self.alpha!r}")
         if self.objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {OBJECTIVES}, got {self.objective!r}")
         if self.objective == "expected":
@@ -195,18 +194,18 @@ class DDSSPLogisticRegression(CoefficientIntervalMixin, LogisticClassifier):
             )
 
     def _fit_encoded(self, source: Any, encoding: Encoding) -> None:
-        alpha = noise_penalty(source) if self.alpha == "noise" else self.alpha
         if self.objective == "expected":
             for name in ("cheb_coef_", "monomial_coef_", "statistics_"):
                 self.__dict__.pop(name, None)  # a refit with the other objective leaves none of its state
-            self._set_solution(expected_logistic(source, encoding, self.n_samples, self.random_state, alpha), encoding)
+            theta = expected_logistic(source, encoding, self.n_samples, self.random_state, self.alpha)
+            self._set_solution(theta, encoding)
             self.bootstrap_ = None
             return
         self.cheb_coef_ = chebyshev_coefficients(log_sigmoid, self.degree, self.radius, self.method)
         self.monomial_coef_ = monomial_coefficients(self.cheb_coef_, self.radius)
         self.statistics_ = sufficient_statistics(source, encoding)
-        theta = quadratic_logistic_solution(self.statistics_.XtX, self.statistics_.Xty, self.monomial_coef_, alpha,
-                                            self.ridge)  # fmt: skip
+        theta = quadratic_logistic_solution(self.statistics_.XtX, self.statistics_.Xty, self.monomial_coef_,
+                                            self.alpha, self.ridge)  # fmt: skip
         self._set_solution(theta, encoding)
         self._fit_intervals(unconditioned(source))  # the bootstrap conditions each refit again
 

@@ -43,8 +43,6 @@ from .target_levels import ClassMarginals, TargetClasses
 
 #: default number of rows drawn from the model (Monte Carlo error of theta ~ 1/sqrt(n_samples)).
 DEFAULT_SAMPLES = 200_000
-#: ``alpha="noise"``: the L2 penalty (on the all-rows scale) is this times the median measurement sigma.
-NOISE_ALPHA = 1.0
 
 
 def released_model(source: Any) -> tuple[Any, TargetClasses | None]:
@@ -60,14 +58,6 @@ def released_model(source: Any) -> tuple[Any, TargetClasses | None]:
             f"marginals.Dataset, got {type(source).__name__}"
         )
     return model, classes
-
-
-def noise_penalty(source: Any) -> float:
-    """The ``alpha="noise"`` penalty: `NOISE_ALPHA` x the median noise sigma of the source's measurements
-    (public: the release's noise scales); 0 for exact rows or a model without measurements."""
-    source = source.source if isinstance(source, ClassMarginals) else source
-    sigmas = [m.sigma for m in getattr(source, "measurements", None) or ()]
-    return NOISE_ALPHA * float(np.median(sigmas)) if sigmas else 0.0
 
 
 def target_probabilities(model: Any, target: str, rows: pd.DataFrame) -> np.ndarray:

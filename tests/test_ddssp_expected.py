@@ -161,3 +161,14 @@ def test_bad_settings_are_refused(random_model):
 
     with pytest.raises(TypeError, match="fitted model"):
         DDSSPLogisticRegression("t", objective="expected").fit(Marginals())
+
+
+def test_alpha_is_checked_and_penalises_both_objectives(random_table):
+    data = random_table(3, {"x": 3, "t": 2}, 300, {"t": lambda c, rng: (c["x"] + rng.integers(0, 2, 300) > 1).astype(int)})
+    for objective in ("chebyshev", "expected"):
+        plain = DDSSPLogisticRegression("t", categorical=["x"], objective=objective).fit(data)
+        shrunk = DDSSPLogisticRegression("t", categorical=["x"], objective=objective, alpha=50.0).fit(data)
+        assert np.linalg.norm(shrunk.coef_) < np.linalg.norm(plain.coef_)
+        for bad in (-1.0, "large", float("nan"), True):
+            with pytest.raises(ValueError, match="alpha"):
+                DDSSPLogisticRegression("t", objective=objective, alpha=bad).fit(data)

@@ -44,6 +44,8 @@ DDSSP_RELEASED = {
     "statistics_": "X^T X, X^T y, y^T y and n read off the source's marginals: post-processing of the release",
     "bootstrap_": "the bootstrap replicates (None without interval): post-processing of the release",
     "coef_interval_": "the coefficient intervals (with interval set): post-processing of the release",
+    "inferred_target_pairs_": "(with interval set) features whose pair with the target lies in no model clique: "
+                              "from the release's public cliques",
 }
 
 

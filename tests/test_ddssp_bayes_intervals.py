@@ -186,3 +186,22 @@ def test_mechanism_intervals_report_each_rerun_without_times(monkeypatch):
     out = terminal.getvalue()
     assert "\r" in out and "2/2 AIM reruns" in out and "AIM rerun 1/2" not in out  # a bar, not plain lines
     assert not re.search(r"\d\d:\d\d|\d\s*s\b|it/s", out), out  # no elapsed time or rate
+
+
+def test_intervals_name_the_coefficients_whose_target_pair_was_inferred():
+    """A release that never measured (age, income) infers that pair: its coefficients get no number on request."""
+    release = aim_release(subset(5_000, ATTRS), 0.05, 3)  # a small budget: few pairs measured
+    model = DDSSPLinearRegression("income", categorical=["married"], interval="measurements", n_boot=3, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.fit(release)
+    expected = tuple(a for a in ("age", "education", "hours", "married")
+                     if not any({a, "income"} <= set(c) for c in release.cliques))  # fmt: skip
+    assert model.inferred_target_pairs_ == expected and expected  # this release leaves some pair out
+    kept, hidden = model.conf_int(), model.conf_int(inferred="nan")
+    inferred_rows = [n.split("=")[0] in expected for n in model.encoded_feature_names_]
+    assert hidden[inferred_rows].isna().all().all()
+    np.testing.assert_array_equal(hidden[~np.array(inferred_rows)].to_numpy(), kept[~np.array(inferred_rows)].to_numpy())
+    assert np.all(np.isfinite(kept.to_numpy()))
+    with pytest.raises(ValueError, match="inferred"):
+        model.conf_int(inferred="drop")

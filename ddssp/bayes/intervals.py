@@ -36,6 +36,8 @@ from scipy import stats
 
 from marginals.source import MeasuredSource, implements
 
+from ..statistics import uncovered_pairs
+
 #: interval kinds and bootstrap methods.
 KINDS = ("bias_aware", "basic", "percentile")
 METHODS = ("mechanism", "measurements")
@@ -139,15 +141,28 @@ class CoefficientIntervalMixin:
         plain.interval = None
         self.bootstrap_ = bootstrap_coefficients(plain, source, self.n_boot, self.random_state, method=method,
                                                  progress=self.progress)  # fmt: skip
+        target = self.encoding_.target
+        unmeasured = uncovered_pairs([(f.attr, target) for f in self.encoding_.features], source.cliques)
+        self.inferred_target_pairs_ = tuple(a for a, _ in unmeasured)
         self.coef_interval_ = self.conf_int().to_numpy()
 
-    def conf_int(self, alpha: float | None = None) -> pd.DataFrame:
+    def conf_int(self, alpha: float | None = None, inferred: str = "keep") -> pd.DataFrame:
         """Intervals of nominal coverage 1 - alpha (default interval_alpha) for ``coef_``: columns "lower" and
-        "upper", one row per coefficient, indexed by ``encoded_feature_names_``."""
+        "upper", one row per coefficient, indexed by ``encoded_feature_names_``.
+
+        The bootstrap world follows the released model, so an interval does not cover the model's bias on a
+        (feature, target) pair that no model clique holds (the model inferred it; ``inferred_target_pairs_``
+        lists those features; a release made with ``targets=`` measures every such pair). ``inferred="nan"``
+        gives NaN bounds for their coefficients instead of a number; "keep" (default) keeps them."""
         if getattr(self, "bootstrap_", None) is None:
             raise RuntimeError(f"no intervals: fit this {type(self).__name__} with interval='mechanism' on a release")
+        if inferred not in ("keep", "nan"):
+            raise ValueError(f"inferred must be 'keep' or 'nan', got {inferred!r}")
         out = self.bootstrap_.interval(self.interval_alpha if alpha is None else alpha, self.interval_kind)
         out = out[1:] if self.encoding_.intercept else out
+        if inferred == "nan":
+            hidden = set(getattr(self, "inferred_target_pairs_", ()))
+            out[[f.attr in hidden for f in self.encoding_.features for _ in range(f.width)]] = np.nan
         index = pd.Index(self.encoded_feature_names_, name="feature")
         return pd.DataFrame(out, index=index, columns=["lower", "upper"])
 

@@ -182,7 +182,8 @@ class DDSSPLogisticRegression(CoefficientIntervalMixin, LogisticClassifier):
         if self.objective not in OBJECTIVES:
             raise ValueError(f"objective must be one of {OBJECTIVES}, got {self.objective!r}")
         if self.objective == "expected":
-            if isinstance(self.n_samples, bool) or not isinstance(self.n_samples, numbers.Integral) or self.n_samples < 1:
+            samples = self.n_samples
+            if isinstance(samples, bool) or not isinstance(samples, numbers.Integral) or samples < 1:
                 raise ValueError(f"n_samples must be an integer >= 1, got {self.n_samples!r}")
             if self.interval is not None:
                 raise ValueError("interval needs objective='chebyshev': the bootstrap of objective='expected' is not "
@@ -197,8 +198,9 @@ class DDSSPLogisticRegression(CoefficientIntervalMixin, LogisticClassifier):
 
     def _fit_encoded(self, source: Any, encoding: Encoding) -> None:
         if self.objective == "expected":
-            for name in ("cheb_coef_", "monomial_coef_", "statistics_"):
-                self.__dict__.pop(name, None)  # a refit with the other objective leaves none of its state
+            stale = ("cheb_coef_", "monomial_coef_", "statistics_", "coef_interval_", "inferred_target_pairs_")
+            for name in stale:  # a refit with the other objective leaves none of its state
+                self.__dict__.pop(name, None)
             theta = expected_logistic(source, encoding, self.n_samples, self.random_state, self.alpha)
             self._set_solution(theta, encoding)
             self.bootstrap_ = None

@@ -73,7 +73,8 @@ def target_probabilities(model: Any, target: str, rows: pd.DataFrame) -> np.ndar
     return softmax(logits, axis=1)
 
 
-def soft_labels(model: Any, target: str, rows: pd.DataFrame, classes: TargetClasses | None) -> tuple[np.ndarray, np.ndarray]:
+def soft_labels(model: Any, target: str, rows: pd.DataFrame,
+                classes: TargetClasses | None) -> tuple[np.ndarray, np.ndarray]:
     """(weight, q) per row: P(y in classes | x) (1 without classes) and P(y = positive class | x, y in classes)."""
     probs = target_probabilities(model, target, rows)
     negative, positive = (0, 1) if classes is None else classes.codes

@@ -37,7 +37,7 @@ from marginals.randomness import SamplingSeed, sampling_rng
 from pgm.kernels.blas import blas_single_threaded
 
 from .encoding import Encoding
-from .solvers import SINGULAR_RTOL
+from .solvers import damped_newton
 from .statistics import gram_from_marginals
 from .target_levels import ClassMarginals, TargetClasses
 
@@ -119,40 +119,24 @@ def fit_soft_logistic(table: Dataset, encoding: Encoding, weight: np.ndarray, q:
     """argmax of sum_i w_i [q_i log sigmoid(x_i.theta) + (1 - q_i) log sigmoid(-x_i.theta)] / sum_i w_i
     - (l2 / 2) ||theta||^2 over ``table``'s rows.
 
-    Damped Newton in the space of marginals: scores by table look-up, the gradient from weighted
-    one-way counts, the Hessian X^T diag(w s (1 - s)) X from weighted pairwise marginals
-    (`gram_from_marginals`, the DD-SSP statistics), so no n x p matrix is formed. Steps use the
-    pseudo-inverse of the Hessian: levels no row holds keep coefficient 0 (the minimum-norm optimum)."""
+    Damped Newton (`ddssp.solvers.damped_newton`) in the space of marginals: scores by table look-up, the
+    gradient from weighted one-way counts, the Hessian X^T diag(w s (1 - s)) X from weighted pairwise
+    marginals (`gram_from_marginals`, the DD-SSP statistics), so no n x p matrix is formed; levels no
+    row holds keep coefficient 0 (the minimum-norm optimum)."""
     share = weight / weight.sum()
     codes = {f.attr: table.column(f.attr).astype(np.intp) for f in encoding.features}
     p = encoding.n_features
 
-    def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
+    def value_grad(theta: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
         z = _scores(codes, encoding, theta)
-        return float(share @ (np.logaddexp(0.0, -z) + (1.0 - q) * z)) + 0.5 * l2 * float(theta @ theta), z
-
-    theta = np.zeros(p)
-    value, z = loss(theta)
-    for _ in range(max_iter):
         s = expit(z)
-        grad = _encoded_sums(codes, encoding, share * (s - q)) + l2 * theta
-        hessian = gram_from_marginals(_WeightedRows(table, share * s * (1.0 - s)), encoding)[0][:p, :p] + l2 * np.eye(p)
-        eigval, eigvec = np.linalg.eigh(hessian)
-        keep = eigval > SINGULAR_RTOL * max(float(eigval.max()), 0.0)
-        step = -eigvec[:, keep] @ ((eigvec[:, keep].T @ grad) / eigval[keep])
-        decrement = -float(grad @ step)
-        if not decrement > tol:
-            break
-        size = 1.0
-        for _ in range(60):
-            new_value, new_z = loss(theta + size * step)
-            if new_value <= value - 1e-4 * size * decrement:
-                break
-            size *= 0.5
-        else:
-            break  # no decrease representable in floating point: at the optimum
-        theta, value, z = theta + size * step, new_value, new_z
-    return theta
+        value = float(share @ (np.logaddexp(0.0, -z) + (1.0 - q) * z)) + 0.5 * l2 * float(theta @ theta)
+        return value, _encoded_sums(codes, encoding, share * (s - q)) + l2 * theta, s
+
+    def hessian(theta: np.ndarray, s: np.ndarray) -> np.ndarray:
+        return gram_from_marginals(_WeightedRows(table, share * s * (1.0 - s)), encoding)[0][:p, :p] + l2 * np.eye(p)
+
+    return damped_newton(value_grad, hessian, p, tol, max_iter)
 
 
 @blas_single_threaded  # small Hessians: BLAS threads only contend (pgm.kernels.blas)

@@ -11,7 +11,7 @@ singular (condition number beyond 1 / `SINGULAR_RTOL`) it warns and returns the 
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -155,14 +155,27 @@ def fit_logistic(
         loss, grad = logistic_loss(theta, X, y_pm, share)
         return loss + 0.5 * l2 * theta @ theta + lin @ theta, grad + l2 * theta + lin
 
-    theta = np.zeros(p)
-    value, grad = objective(theta)
-    for _ in range(max_iter):
+    def hessian(theta: np.ndarray, _: None) -> np.ndarray:
         prob = sigmoid(X @ theta)
         curvature = prob * (1.0 - prob) / n if share is None else prob * (1.0 - prob) * share
         scaled = X * np.sqrt(curvature)[:, None]
-        hessian = scaled.T @ scaled + l2 * np.eye(p)  # A.T @ A runs as one symmetric BLAS product
-        eigval, eigvec = np.linalg.eigh(hessian)
+        return scaled.T @ scaled + l2 * np.eye(p)  # A.T @ A runs as one symmetric BLAS product
+
+    return damped_newton(lambda theta: (*objective(theta), None), hessian, p, tol, max_iter)
+
+
+def damped_newton(value_grad: Callable[[np.ndarray], tuple[float, np.ndarray, Any]],
+                  hessian: Callable[[np.ndarray, Any], np.ndarray], p: int, tol: float, max_iter: int) -> np.ndarray:
+    """Minimise a convex objective from theta = 0 by Newton steps with backtracking (Armijo).
+
+    ``value_grad(theta)`` gives (value, gradient, state) and ``hessian(theta, state)`` the Hessian
+    there. Steps use the Hessian's pseudo-inverse, so flat directions (all-zero or collinear columns)
+    keep their 0 (the minimum-norm optimum); iteration stops when the Newton decrement g.H^+g falls
+    below ``tol`` or no decrease is representable."""
+    theta = np.zeros(p)
+    value, grad, state = value_grad(theta)
+    for _ in range(max_iter):
+        eigval, eigvec = np.linalg.eigh(hessian(theta, state))
         keep = eigval > SINGULAR_RTOL * max(float(eigval.max()), 0.0)
         step = -eigvec[:, keep] @ ((eigvec[:, keep].T @ grad) / eigval[keep])
         decrement = -float(grad @ step)
@@ -170,14 +183,14 @@ def fit_logistic(
             break
         size = 1.0
         for _ in range(60):
-            new_value, new_grad = objective(theta + size * step)
+            new_value, new_grad, new_state = value_grad(theta + size * step)
             if new_value <= value - 1e-4 * size * decrement:
                 break
             size *= 0.5
         else:
             break  # no decrease representable in floating point: at the optimum
         theta = theta + size * step
-        value, grad = new_value, new_grad
+        value, grad, state = new_value, new_grad, new_state
     return theta
 
 

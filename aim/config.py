@@ -19,6 +19,7 @@ from marginals.privacy import check_epsilon_delta
 from marginals.randomness import check_seed
 from pgm.estimation import LOSS_WEIGHTS
 
+from .targets import TARGET_SHARE, check_share, check_targets
 from .workload import workload_items
 
 #: `pgm.estimate` settings a run may change; iterations, tolerance, warm start and loss weight are AIM's own.
@@ -74,6 +75,12 @@ class AIMConfig:
             is halved.
         exact_noise: exact discrete Gaussian measurements (default); False adds float Gaussian
             noise and is allowed only with ``insecure_seed`` (sampler benchmarks).
+        targets: attribute names a regression will predict (public): the run measures every
+            (attribute, target) 2-way marginal first and its rounds favour what a regression on
+            them needs (`aim.targets`); with a ``workload`` given, the rounds use that workload.
+            Checked against the domain when the run starts. None (default): no targets.
+        target_share: the share of rho the initial target-pair measurements spend (used only
+            with ``targets``).
         insecure_seed: tests and benchmarks only. None (the default) draws all noise from the
             operating system's secure source; an int seeds a replayable generator, warns, and
             marks the release not private. Never serialised, not shown in the repr.
@@ -96,6 +103,8 @@ class AIMConfig:
     estimator_options: Mapping[str, Any] = field(default_factory=dict)
     anneal_iters: int | None = 100
     exact_noise: bool = True
+    targets: tuple[str, ...] | None = None
+    target_share: float = TARGET_SHARE
     insecure_seed: int | None = field(default=None, repr=False, metadata={"secret": True})
 
     def __post_init__(self) -> None:
@@ -116,6 +125,8 @@ class AIMConfig:
             "max_cells": _integer("max_cells", self.max_cells, 1),
             "estimator_options": self._checked_options(),
             "anneal_iters": _integer("anneal_iters", self.anneal_iters, 0, optional=True),
+            "targets": None if self.targets is None else check_targets(self.targets),
+            "target_share": check_share(self.target_share),
             "insecure_seed": None if self.insecure_seed is None else check_seed(self.insecure_seed, "insecure_seed"),
         }
         if self.loss_weight not in LOSS_WEIGHTS:
@@ -143,6 +154,8 @@ class AIMConfig:
             value = getattr(self, f.name)
             if f.name == "workload" and value is not None:
                 value = [[list(clique), weight] for clique, weight in value]
+            elif f.name == "targets" and value is not None:
+                value = list(value)
             elif f.name == "estimator_options":
                 value = dict(value)
             out[f.name] = value

@@ -7,6 +7,11 @@ would leave less than one more round's cost spends exactly the remainder (split 
 the last. When the newly measured marginal moved by less than the expected noise magnitude
 sqrt(2/pi) sigma n_r, the scale is annealed (sigma / 2, eps * 2).
 
+Targets (`aim.targets`): with ``targets`` the initialisation also measures every (attribute,
+target) pair with ``target_share`` of rho, the rounds' scales are planned on the remaining
+(1 - target_share) rho (sigma = sqrt(T / (2 * 0.9 * (1 - share) rho))), and the default
+workload is `aim.targets.target_workload`.
+
 Selection: candidate r scores q(r) = w_r (||x_r - x̂_r||_1 - sqrt(2/pi) sigma n_r) (sigma: the
 scale about to be used), chosen by the exponential mechanism with sensitivity max w_r over the
 candidates that pass the model-size filter (inside a current junction-tree node, or the
@@ -46,6 +51,7 @@ from .progress import RunProgress
 from .release import Release
 from .release_config import build_config
 from .size_filter import filter_candidates
+from .targets import check_targets_in, pair_sigma, target_pairs, target_workload
 from .workload import Clique, Workload, all_k_way, candidates, normalize_workload
 
 __all__ = ["AIM", "AIMConfig", "ESTIMATOR_OPTIONS", "plan_round", "round_cost", "round_scales", "should_anneal"]
@@ -179,7 +185,8 @@ class AIM:
         progress = RunProgress(self.progress, state.ledger.rho)
         progress.start(
             f"AIM: eps={self._config.epsilon:g} delta={self._config.delta:g} rho={state.ledger.rho:.6g}, "
-            f"{len(state.cand_list)} candidates, T={state.planned_rounds}, sigma={state.sigma:.2f}; 1-way marginals measured",
+            f"{len(state.cand_list)} candidates, T={state.planned_rounds}, sigma={state.sigma:.2f}; "
+            f"{len(state.measurements)} initial marginals measured",
             state.ledger.spent,
         )
         while not state.last:
@@ -198,28 +205,42 @@ class AIM:
 
     def _initialise(self, dataset: RowSource) -> _RunState:
         """Workload and candidates, the budget and its ledger, the true answers (computed once),
-        the 1-way measurements and the first fit."""
+        the 1-way (and target-pair) measurements and the first fit."""
         cfg = self._config
         domain = dataset.domain
         T = cfg.rounds if cfg.rounds is not None else 16 * len(domain)
         if T < len(domain) + 1:
             raise ValueError(f"rounds must exceed the number of attributes ({len(domain)}), got {T}")
-        workload = normalize_workload(domain, cfg.workload if cfg.workload is not None else all_k_way(domain, 2, cfg.max_cells))
+        targets = () if cfg.targets is None else check_targets_in(domain, cfg.targets)  # before any row is read
+        workload = normalize_workload(domain, self._workload(domain, targets))
         rho = cdp_rho(cfg.epsilon, cfg.delta)
         ledger = Accountant(rho, delta=cfg.delta)
         rng = noise_source(cfg.insecure_seed)
         cand_weights = candidates(domain, workload)
         oneway = [(a,) for a in domain.attrs]
-        queries = list(cand_weights) + [c for c in oneway if c not in cand_weights]
+        pairs = target_pairs(domain, targets)
+        queries = list(cand_weights) + [c for c in oneway + pairs if c not in cand_weights]
         answers = dict(zip(queries, dataset.marginals(queries)))
-        sigma, eps = round_scales(rho / T)
+        share = cfg.target_share if targets else 0.0
+        sigma, eps = round_scales((1 - share) * rho / T)  # the rounds plan on what the target pairs leave
         state = _RunState(domain, workload, answers, cand_weights, list(cand_weights), T, ledger, rng, sigma, eps)
-        for clique in oneway:
+        inits = [(c, sigma, f"init {c[0]}") for c in oneway]
+        inits += [(c, pair_sigma(rho, share, len(pairs)), "init target pair " + ",".join(c)) for c in pairs]
+        for clique, scale, label in inits:
             state.measurements.append(measure_counts(
-                answers[clique], clique, sigma, rng, ledger, label=f"init {clique[0]}", exact=cfg.exact_noise
+                answers[clique], clique, scale, rng, ledger, label=label, exact=cfg.exact_noise
             ))
         state.model = self._fit(state, cfg.max_iters, cfg.tol)
         return state
+
+    def _workload(self, domain: Domain, targets: tuple[str, ...]) -> Workload:
+        """The rounds' workload: the user's, else the target workload (with targets), else all 2-way marginals."""
+        cfg = self._config
+        if cfg.workload is not None:
+            return list(cfg.workload)
+        if targets:
+            return target_workload(domain, targets, cfg.max_cells)
+        return all_k_way(domain, 2, cfg.max_cells)
 
     def _round(self, state: _RunState) -> dict:
         """One round: plan the scales, filter, select, measure, refit and test for annealing; the

@@ -26,6 +26,8 @@ from .workload import workload_items
 ESTIMATOR_OPTIONS = ("stepsize", "step_growth", "armijo", "momentum", "resume_stepsize")
 #: the default delta of an AIM run.
 DEFAULT_DELTA = 1e-9
+#: the fields a configuration without targets leaves out of `AIMConfig.to_dict`.
+TARGET_FIELDS = ("targets", "target_share")
 #: the ``name`` of the mechanism part of a release's config (`AIMConfig.to_dict`).
 MECHANISM = "AIM"
 
@@ -146,11 +148,13 @@ class AIMConfig:
         return dict(sorted(options.items()))
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form a release stores: ``name`` (the mechanism's) plus every field except ``insecure_seed``."""
+        """The JSON form a release stores: ``name`` (the mechanism's) plus every field except
+        ``insecure_seed``; ``targets`` and ``target_share`` only when targets are set (so a release
+        without targets reads with the versions before them, and their absence means none)."""
         out: dict[str, Any] = {"name": MECHANISM}
         for f in fields(self):
-            if f.metadata.get("secret"):
-                continue
+            if f.metadata.get("secret") or (f.name in TARGET_FIELDS and self.targets is None):
+                continue  # a run without targets writes what the versions before targets wrote
             value = getattr(self, f.name)
             if f.name == "workload" and value is not None:
                 value = [[list(clique), weight] for clique, weight in value]

@@ -112,9 +112,7 @@ def cache_file(cache: Path, dataset: str, eps: float, trial: int, seed: int, mod
     """The release's cache file: readable parameters and a hash of its full AIM configuration."""
     from aim import AIMConfig
 
-    settings = AIMConfig(**kwargs).to_dict()
-    if settings.get("targets") is None:  # a default release: the same key before and after the targets fields
-        settings = {k: v for k, v in settings.items() if not k.startswith("target")}
+    settings = AIMConfig(**kwargs).to_dict()  # without targets: what the versions before targets wrote
     key = hashlib.sha256(json.dumps({"aim": settings, "n_train": N_TRAIN}, sort_keys=True, default=str).encode())
     return cache / f"{dataset}_eps{eps:g}_trial{trial}_seed{seed}_{mode}_{key.hexdigest()[:12]}.npz"
 

@@ -19,7 +19,7 @@ from marginals.datasets import demo_dataset
 MECHANISM_KEYS = {
     "name", "epsilon", "delta", "max_model_size", "max_iters", "tol", "round_work", "min_iters", "final_iters",
     "final_tol", "final_work", "rounds", "max_cells", "loss_weight", "estimator_options", "anneal_iters",
-    "exact_noise", "workload", "targets", "target_share",
+    "exact_noise", "workload",
 }
 SEED = 918_273_645  # distinctive: easy to find in a file if it ever leaked
 

@@ -73,7 +73,8 @@ def test_without_targets_the_run_is_unchanged():
     data = table()
     plain = AIM(1.0, 1e-6, insecure_seed=5, **FAST).run(data)
     assert all(not c.label.startswith("init target") for c in plain.ledger.charges)
-    assert plain.config["mechanism"]["targets"] is None
+    assert "targets" not in plain.config["mechanism"] and "target_share" not in plain.config["mechanism"]
+    assert plain.mechanism_config().targets is None  # as a release of the versions before targets reads
 
 
 def test_a_given_workload_combines_with_targets():

@@ -19,7 +19,7 @@ from marginals.privacy import check_epsilon_delta
 from marginals.randomness import check_seed
 from pgm.estimation import LOSS_WEIGHTS
 
-from .targets import TARGET_SHARE, check_share, check_targets
+from .targets import check_share, check_targets
 from .workload import workload_items
 
 #: `pgm.estimate` settings a run may change; iterations, tolerance, warm start and loss weight are AIM's own.
@@ -81,8 +81,9 @@ class AIMConfig:
             (attribute, target) 2-way marginal first and its rounds favour what a regression on
             them needs (`aim.targets`); with a ``workload`` given, the rounds use that workload.
             Checked against the domain when the run starts. None (default): no targets.
-        target_share: the share of rho the initial target-pair measurements spend (used only
-            with ``targets``).
+        target_share: the share of rho, in (0, 1), the initial target-pair measurements spend
+            (used only with ``targets``); None (default): `aim.targets.default_share`. A
+            release records the share its run used.
         insecure_seed: tests and benchmarks only. None (the default) draws all noise from the
             operating system's secure source; an int seeds a replayable generator, warns, and
             marks the release not private. Never serialised, not shown in the repr.
@@ -106,7 +107,7 @@ class AIMConfig:
     anneal_iters: int | None = 100
     exact_noise: bool = True
     targets: tuple[str, ...] | None = None
-    target_share: float = TARGET_SHARE
+    target_share: float | None = None
     insecure_seed: int | None = field(default=None, repr=False, metadata={"secret": True})
 
     def __post_init__(self) -> None:

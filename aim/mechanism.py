@@ -8,9 +8,9 @@ the last. When the newly measured marginal moved by less than the expected noise
 sqrt(2/pi) sigma n_r, the scale is annealed (sigma / 2, eps * 2).
 
 Targets (`aim.targets`): with ``targets`` the initialisation also measures every (attribute,
-target) pair with ``target_share`` of rho, the rounds' scales are planned on the remaining
-(1 - target_share) rho (sigma = sqrt(T / (2 * 0.9 * (1 - share) rho))), and the default
-workload is `aim.targets.target_workload`.
+target) pair with ``target_share`` of rho (default `aim.targets.default_share`), the rounds'
+scales are planned on the remaining (1 - share) rho (sigma = sqrt(T / (2 * 0.9 * (1 - share) rho))),
+and the default workload is `aim.targets.target_workload`.
 
 Selection: candidate r scores q(r) = w_r (||x_r - x̂_r||_1 - sqrt(2/pi) sigma n_r) (sigma: the
 scale about to be used), chosen by the exponential mechanism with sensitivity max w_r over the
@@ -51,7 +51,7 @@ from .progress import RunProgress
 from .release import Release
 from .release_config import build_config
 from .size_filter import filter_candidates
-from .targets import check_targets_in, pair_sigma, target_pairs, target_workload
+from .targets import check_targets_in, default_share, pair_sigma, target_pairs, target_workload
 from .workload import Clique, Workload, all_k_way, candidates, normalize_workload
 
 __all__ = ["AIM", "AIMConfig", "ESTIMATOR_OPTIONS", "plan_round", "round_cost", "round_scales", "should_anneal"]
@@ -130,6 +130,7 @@ class _RunState:
     model: Model | None = None
     log: list[dict] = field(default_factory=list)
     last: bool = False
+    target_share: float = 0.0
 
 
 class AIM:
@@ -199,9 +200,15 @@ class AIM:
             model=state.model,
             ledger=state.ledger,
             rounds=state.log,
-            config=build_config(dataclasses.replace(self._config, workload=tuple(state.workload))),
+            config=build_config(self._resolved(state)),
             private=state.rng.private,
         )
+
+    def _resolved(self, state: _RunState) -> AIMConfig:
+        """The configuration the release records: the workload the run resolved, and with targets
+        the share of rho their pairs spent."""
+        resolved = dataclasses.replace(self._config, workload=tuple(state.workload))
+        return dataclasses.replace(resolved, target_share=state.target_share) if resolved.targets else resolved
 
     def _initialise(self, dataset: RowSource) -> _RunState:
         """Workload and candidates, the budget and its ledger, the true answers (computed once),
@@ -221,9 +228,10 @@ class AIM:
         pairs = target_pairs(domain, targets)
         queries = list(cand_weights) + [c for c in oneway + pairs if c not in cand_weights]
         answers = dict(zip(queries, dataset.marginals(queries)))
-        share = cfg.target_share if targets else 0.0
+        share = 0.0 if not targets else cfg.target_share or default_share(len(pairs), len(domain))
         sigma, eps = round_scales((1 - share) * rho / T)  # the rounds plan on what the target pairs leave
         state = _RunState(domain, workload, answers, cand_weights, list(cand_weights), T, ledger, rng, sigma, eps)
+        state.target_share = share
         inits = [(c, sigma, f"init {c[0]}") for c in oneway]
         inits += [(c, pair_sigma(rho, share, len(pairs)), "init target pair " + ",".join(c)) for c in pairs]
         for clique, scale, label in inits:

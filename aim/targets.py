@@ -4,8 +4,8 @@ A regression of target t on features X needs X^T y (the (feature, t) 2-way margi
 (the feature-feature 2-way marginals). With ``targets`` an AIM run
 
 1. measures, in its initialisation phase next to the 1-way marginals, every (attribute, target)
-   2-way marginal (`target_pairs`), sharing ``target_share`` of rho equally among them
-   (`pair_sigma`), through the same Gaussian count measurement and ledger as every other
+   2-way marginal (`target_pairs`), sharing ``target_share`` of rho (default `default_share`)
+   equally among them (`pair_sigma`), through the same Gaussian count measurement and ledger as every other
    measurement. Sensitivity: a count marginal of an unweighted table changes in exactly one cell,
    by 1, when one row is added or removed, so its L2 sensitivity is 1 and a measurement at
    sigma costs rho = 1 / (2 sigma^2) (`marginals.maps.GaussianMap`);
@@ -15,8 +15,10 @@ A regression of target t on features X needs X^T y (the (feature, t) 2-way margi
 
 `target_workload`: every 2-way marginal with at most ``max_cells`` cells (as the default
 workload) plus every target pair whatever its size; a pair holding a target weighs
-``TARGET_WEIGHT``, a feature-feature pair (a, b) weighs by the block of X^T X it fills,
-(width(a) width(b))^WIDTH_POWER normalised to mean 1 over the feature pairs. The encoding is the
+``target_weight``, a feature-feature pair (a, b) weighs by the block of X^T X it fills,
+(width(a) width(b))^width_power normalised to mean 1 over the feature pairs. The defaults
+(TARGET_WEIGHT 1, WIDTH_POWER 0: equal weights) are what the pilot measured best; the feature
+pairs are then chosen by AIM's own score, whose L1 error already grows with a block's cells. The encoding is the
 analyst's choice and not known here: width(a) = size(a) - 1 (the one-hot width, an upper bound
 of the encoded dimension: a numeric encoding uses 1) is the proxy, taken from the public domain.
 
@@ -36,13 +38,19 @@ from marginals.maps import GaussianMap
 
 from .workload import Clique, Workload
 
-#: default share of rho the initial target-pair measurements spend (chosen by
-#: benchmarks/target_workload.py; see its results).
-TARGET_SHARE = 0.3
-#: workload weight of a pair that holds a target (feature-feature pairs weigh 1 on average).
-TARGET_WEIGHT = 4.0
-#: exponent of the feature-feature weights (width(a) width(b))^WIDTH_POWER; 0 gives equal weights.
-WIDTH_POWER = 0.5
+#: with ``target_share=None`` the target pairs get ``TARGET_BOOST`` times their fraction of all
+#: attribute pairs, k / (d (d - 1) / 2) (2 / d for one target), at most ``MAX_TARGET_SHARE`` of rho
+#: (`default_share`). Chosen by benchmarks/target_workload.py (pilot: fixed shares 0.1 to 0.5 were
+#: best at 0.3 on acs-employment, 0.5 on acs-income-lin and adult; this rule gives 0.29, 0.5, 0.5).
+TARGET_BOOST = 2.5
+MAX_TARGET_SHARE = 0.5
+#: workload weight of a pair that holds a target, relative to the feature-feature pairs' mean
+#: weight 1 (pilot: 4 lowered DD-SSP's AUC on acs-employment at eps 1; see `target_workload`).
+TARGET_WEIGHT = 1.0
+#: exponent of the feature-feature weights (width(a) width(b))^WIDTH_POWER; 0 (equal weights):
+#: the pilot's 0.5 lowered the AUC on acs-employment at eps 1 (AIM's L1 scores already grow with
+#: a marginal's cells).
+WIDTH_POWER = 0.0
 
 
 def check_targets(targets: Any) -> tuple[str, ...]:
@@ -63,8 +71,10 @@ def check_targets(targets: Any) -> tuple[str, ...]:
     return names
 
 
-def check_share(share: Any) -> float:
-    """``target_share`` as a float in (0, 1)."""
+def check_share(share: Any) -> float | None:
+    """``target_share`` as a float in (0, 1), or None (`default_share`)."""
+    if share is None:
+        return None
     if isinstance(share, bool) or not isinstance(share, numbers.Real):
         raise TypeError(f"target_share must be a number, got {share!r}")
     if not 0 < share < 1:
@@ -91,6 +101,12 @@ def target_pairs(domain: Domain, targets: Iterable[str]) -> list[Clique]:
             if a != t:
                 pairs[tuple(sorted((a, t), key=order.__getitem__))] = None
     return list(pairs)
+
+
+def default_share(n_target_pairs: int, n_attrs: int) -> float:
+    """The share of rho the target pairs get with ``target_share=None``: TARGET_BOOST x their
+    fraction of all attribute pairs, at most MAX_TARGET_SHARE (public: counts of the domain)."""
+    return min(MAX_TARGET_SHARE, TARGET_BOOST * n_target_pairs / (n_attrs * (n_attrs - 1) / 2))
 
 
 def pair_sigma(rho: float, share: float, n_pairs: int) -> float:

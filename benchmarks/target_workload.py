@@ -179,6 +179,20 @@ def summary_table(df) -> str:
     return "\n".join(lines)
 
 
+def write_results(rows: list[dict], args, warns: dict, start: float) -> str:
+    """results.csv, summary.md and run.json of the rows so far; returns the summary table."""
+    df = results_frame(rows, COLUMNS, ("trial", "aim_rounds", "n_train", "n_test", "collinearity_warnings"), (),
+                       ("dataset", "task", "method", "epsilon", "trial"))  # fmt: skip
+    args.out.mkdir(parents=True, exist_ok=True)
+    write_csv(df, args.out / "results.csv")
+    table = summary_table(df)
+    write_text(args.out / "summary.md", f"# DD-SSP: default vs target workload\n\nmean ± sd over {args.trials} "
+               f"trials, delta {DELTA:g}; targets options {args.options or 'defaults'}\n\n{table}\n")
+    write_json(args.out / "run.json", {"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+                                       "wall_seconds": time.perf_counter() - start, "warnings": warns})
+    return table
+
+
 def main(argv=None) -> int:
     import warnings
 
@@ -189,25 +203,18 @@ def main(argv=None) -> int:
     warnings.simplefilter("ignore", NotPrivateWarning)
     args = parse_args(argv)
     start, warns, rows = time.perf_counter(), {}, []
-    for dataset in args.datasets:
-        if not args.no_baselines:
+    if not args.no_baselines:
+        for dataset in args.datasets:
             rows += baseline_rows(dataset, args, warns)
-        for eps in sorted(args.eps):
+    for eps in sorted(args.eps):  # epsilon-major: the long eps = 4 releases come last
+        for dataset in args.datasets:
             for trial in range(args.trials):
                 for mode in args.modes:
                     t0 = time.perf_counter()
                     rows += release_rows(dataset, eps, trial, mode, args, warns)
                     print(f"[{time.perf_counter() - start:7.1f}s] {dataset} eps={eps:g} trial={trial} {mode}: "
                           f"{rows[-1]['metric']:.4g} ({time.perf_counter() - t0:.1f}s)", file=sys.stderr, flush=True)
-    df = results_frame(rows, COLUMNS, ("trial", "aim_rounds", "n_train", "n_test", "collinearity_warnings"), (),
-                       ("dataset", "task", "method", "epsilon", "trial"))  # fmt: skip
-    args.out.mkdir(parents=True, exist_ok=True)
-    write_csv(df, args.out / "results.csv")
-    table = summary_table(df)
-    write_text(args.out / "summary.md", f"# DD-SSP: default vs target workload\n\nmean ± sd over {args.trials} "
-               f"trials, delta {DELTA:g}; targets options {args.options or 'defaults'}\n\n{table}\n")
-    write_json(args.out / "run.json", {"args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
-                                       "wall_seconds": time.perf_counter() - start, "warnings": warns})
+            table = write_results(rows, args, warns, start)  # after every block: a stopped run keeps its rows
     print(table)
     return 0
 

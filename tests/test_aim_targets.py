@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from aim import AIM, AIMConfig, Release, synthesize
-from aim.targets import TARGET_SHARE, TARGET_WEIGHT, pair_sigma, target_pairs, target_workload
+from aim.targets import MAX_TARGET_SHARE, default_share, pair_sigma, target_pairs, target_workload
 from ddssp.cli import main
 from marginals import Dataset, Domain
 from marginals.privacy import BUDGET_RTOL, cdp_rho
@@ -36,16 +36,23 @@ def table(n: int = 2000, seed: int = 0) -> Dataset:
 
 def test_target_workload_holds_every_feature_target_pair():
     domain = Domain.from_dict({**SIZES, "wide": 300})
-    workload = dict(target_workload(domain, ["y", "z"], max_cells=100))
+    workload = dict(target_workload(domain, ["y", "z"], max_cells=100, target_weight=4.0, width_power=0.5))
     pairs = {tuple(sorted((a, t), key=domain.attrs.index)) for t in ("y", "z") for a in domain.attrs if a != t}
     assert pairs <= set(workload)  # ("wide", "z") has 900 cells > max_cells: still in
     assert set(target_pairs(domain, ["y", "z"])) == pairs and len(target_pairs(domain, ["y", "z"])) == len(pairs)
-    assert all(workload[p] == TARGET_WEIGHT for p in pairs)
+    assert all(workload[p] == 4.0 for p in pairs)
     features = [c for c in itertools.combinations(domain.attrs, 2) if c not in pairs and domain.size(c) <= 100]
     assert sorted(set(workload) - pairs) == sorted(features)  # feature pairs: the default's, capped at max_cells
     ff = np.array([workload[c] for c in features])
     assert math.isclose(ff.mean(), 1.0) and workload[("b", "c")] > workload[("a", "b")] > 0  # wider blocks weigh more
     assert list(workload) == [c for c in itertools.combinations(domain.attrs, 2) if c in workload]  # domain order
+    plain = dict(target_workload(domain, ["y", "z"], max_cells=100))  # the defaults: equal weights
+    assert set(plain) == set(workload) and set(plain.values()) == {1.0}
+
+
+def test_the_default_share():
+    assert default_share(16, 17) == pytest.approx(2.5 * 16 / 136)  # one target among 17 attributes: 2.5 x 2/d
+    assert default_share(8, 9) == MAX_TARGET_SHARE == default_share(27, 15)  # capped
 
 
 @pytest.mark.parametrize("epsilon", [0.1, 1.0, 10.0])
@@ -57,16 +64,25 @@ def test_target_pairs_are_measured_charged_and_the_budget_holds(epsilon):
     measured = [m.clique for m in release.measurements]
     assert measured[: len(SIZES) + len(pairs)] == [(a,) for a in data.domain.attrs] + pairs  # 1-ways, then the pairs
     charges = {c.label: c for c in release.ledger.charges}
-    sigma = pair_sigma(rho, TARGET_SHARE, len(pairs))
+    share = default_share(len(pairs), len(SIZES))
+    sigma = pair_sigma(rho, share, len(pairs))
     for pair in pairs:
         charge = charges["init target pair " + ",".join(pair)]
         assert charge.params["sensitivity"] == 1 and charge.params["sigma"] >= sigma
         assert math.isclose(charge.rho, 1 / (2 * charge.params["sigma"] ** 2), rel_tol=1e-12)
     init_rho = math.fsum(charges["init target pair " + ",".join(p)].rho for p in pairs)
-    assert init_rho <= TARGET_SHARE * rho and math.isclose(init_rho, TARGET_SHARE * rho, rel_tol=1e-6)
+    assert init_rho <= share * rho and math.isclose(init_rho, share * rho, rel_tol=1e-6)
     spent = math.fsum(c.rho for c in release.ledger.charges)
     assert spent <= rho * (1 + BUDGET_RTOL) and math.isclose(spent, rho, rel_tol=1e-6)  # all of it, no more
     assert release.mechanism_config().targets == ("y",) and len(release.rounds) >= 1
+    assert release.mechanism_config().target_share == share  # the share the run used
+
+
+def test_a_given_share_is_spent():
+    data = table()
+    release = AIM(1.0, 1e-6, targets=["y"], target_share=0.2, insecure_seed=3, **FAST).run(data)
+    init_rho = math.fsum(c.rho for c in release.ledger.charges if c.label.startswith("init target pair"))
+    assert math.isclose(init_rho, 0.2 * cdp_rho(1.0, 1e-6), rel_tol=1e-6) and release.mechanism_config().target_share == 0.2
 
 
 def test_without_targets_the_run_is_unchanged():
@@ -90,7 +106,7 @@ def test_targets_round_trip_through_the_release_file(tmp_path):
     release = AIM(1.0, 1e-6, targets=["z", "y"], insecure_seed=5, **FAST).run(table())
     release.save(tmp_path / "r.npz")
     loaded = Release.load(tmp_path / "r.npz")
-    assert loaded.config["mechanism"]["targets"] == ["z", "y"] and loaded.config["mechanism"]["target_share"] == TARGET_SHARE
+    assert loaded.config["mechanism"]["targets"] == ["z", "y"] and loaded.config["mechanism"]["target_share"] == 0.5
     config = loaded.mechanism_config()
     assert config.targets == ("z", "y") and config == release.mechanism_config()
     assert AIMConfig.from_dict(json.loads(json.dumps(config.to_dict()))) == config

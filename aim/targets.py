@@ -57,7 +57,7 @@ def check_targets(targets: Any) -> tuple[str, ...]:
     """The domain-free checks of ``targets``: a non-empty list of distinct attribute names."""
     if isinstance(targets, str):
         raise TypeError(f"targets must be a list of attribute names, got the string {targets!r} (use [{targets!r}])")
-    if not isinstance(targets, Iterable):
+    if not isinstance(targets, (list, tuple)):  # ordered: the order of the measurements is the targets'
         raise TypeError(f"targets must be a list of attribute names, got {type(targets).__name__}")
     names = tuple(targets)
     if not names:

@@ -121,6 +121,7 @@ def test_targets_round_trip_through_the_release_file(tmp_path):
     ("y", TypeError, "string"),
     ([""], TypeError, "non-empty"),
     ([3], TypeError, "attribute names"),
+    ({"y"}, TypeError, "list of attribute names"),
 ])  # fmt: skip
 def test_bad_targets_are_refused_when_built(targets, error, match):
     with pytest.raises(error, match=match):

@@ -51,7 +51,7 @@ from .progress import RunProgress
 from .release import Release
 from .release_config import build_config
 from .size_filter import filter_candidates
-from .targets import check_targets_in, default_share, pair_sigma, target_pairs, target_workload
+from .targets import check_targets_in, default_share, pair_sigmas, target_pairs, target_workload
 from .workload import Clique, Workload, all_k_way, candidates, normalize_workload
 
 __all__ = ["AIM", "AIMConfig", "ESTIMATOR_OPTIONS", "plan_round", "round_cost", "round_scales", "should_anneal"]
@@ -233,7 +233,7 @@ class AIM:
         state = _RunState(domain, workload, answers, cand_weights, list(cand_weights), T, ledger, rng, sigma, eps)
         state.target_share = share
         inits = [(c, sigma, f"init {c[0]}") for c in oneway]
-        inits += [(c, pair_sigma(rho, share, len(pairs)), "init target pair " + ",".join(c)) for c in pairs]
+        inits += [(c, s, "init target pair " + ",".join(c)) for c, s in zip(pairs, pair_sigmas(domain, pairs, rho, share))]
         for clique, scale, label in inits:
             state.measurements.append(measure_counts(
                 answers[clique], clique, scale, rng, ledger, label=label, exact=cfg.exact_noise

@@ -5,7 +5,7 @@ A regression of target t on features X needs X^T y (the (feature, t) 2-way margi
 
 1. measures, in its initialisation phase next to the 1-way marginals, every (attribute, target)
    2-way marginal (`target_pairs`), sharing ``target_share`` of rho (default `default_share`)
-   equally among them (`pair_sigma`), through the same Gaussian count measurement and ledger as every other
+   among them (`pair_sigmas`), through the same Gaussian count measurement and ledger as every other
    measurement. Sensitivity: a count marginal of an unweighted table changes in exactly one cell,
    by 1, when one row is added or removed, so its L2 sensitivity is 1 and a measurement at
    sigma costs rho = 1 / (2 sigma^2) (`marginals.maps.GaussianMap`);
@@ -44,6 +44,9 @@ from .workload import Clique, Workload
 #: best at 0.3 on acs-employment, 0.5 on acs-income-lin and adult; this rule gives 0.29, 0.5, 0.5).
 TARGET_BOOST = 2.5
 MAX_TARGET_SHARE = 0.5
+#: the target pairs' budget is split in proportion to cells^ALLOC_POWER (`pair_sigmas`): 0 gives
+#: every pair the same sigma.
+ALLOC_POWER = 0.0
 #: workload weight of a pair that holds a target, relative to the feature-feature pairs' mean
 #: weight 1 (pilot: 4 lowered DD-SSP's AUC on acs-employment at eps 1; see `target_workload`).
 TARGET_WEIGHT = 1.0
@@ -109,9 +112,13 @@ def default_share(n_target_pairs: int, n_attrs: int) -> float:
     return min(MAX_TARGET_SHARE, TARGET_BOOST * n_target_pairs / (n_attrs * (n_attrs - 1) / 2))
 
 
-def pair_sigma(rho: float, share: float, n_pairs: int) -> float:
-    """The noise scale of each target pair: ``share`` x ``rho`` split equally over ``n_pairs`` measurements."""
-    return GaussianMap().sigma(share * rho / n_pairs)
+def pair_sigmas(domain: Domain, pairs: list[Clique], rho: float, share: float, power: float | None = None) -> list[float]:
+    """The noise scale of each target pair: ``share`` x ``rho`` split over the pairs in proportion
+    to cells^power (default ALLOC_POWER; 0: equal shares)."""
+    power = ALLOC_POWER if power is None else power
+    parts = [float(domain.size(c)) ** power for c in pairs]
+    total = math.fsum(parts)
+    return [GaussianMap().sigma(share * rho * part / total) for part in parts]
 
 
 def feature_width(domain: Domain, attr: str) -> int:

@@ -81,6 +81,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     p.add_argument("--option", type=parse_option, action="append", default=[],
                    help="extra AIM option for the targets releases, key=value (repeatable)")  # fmt: skip
+    p.add_argument("--alloc-power", type=float, default=None,
+                   help="pilot only: aim.targets.ALLOC_POWER for this run (target pairs' budget ~ cells^power)")
     p.add_argument("--no-baselines", action="store_true", help="skip AdaSSP / ObjPert / public")
     p.add_argument("--seed", type=int, default=242)
     p.add_argument("--out", type=Path, default=RESULTS / "target_workload")
@@ -89,6 +91,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     if args.trials < 1 or any(not e > 0 for e in args.eps):
         p.error("--trials must be >= 1 and --eps values > 0")
     args.options = dict(args.option)
+    if args.alloc_power is not None:
+        import aim.targets
+
+        aim.targets.ALLOC_POWER = args.alloc_power  # read at run time by aim.targets.pair_sigmas
     return args
 
 
@@ -124,7 +130,8 @@ def get_release(dataset: str, eps: float, trial: int, mode: str, args) -> tuple[
     seed = derive_seed(args.seed, dataset, eps, trial, "aim")
     train, _ = load_split(dataset, N_TRAIN)
     kwargs = aim_kwargs(dataset, eps, seed, mode, args.options, train.domain)
-    path = cache_file(args.release_cache, dataset, eps, trial, seed, mode, kwargs)
+    tag = mode if args.alloc_power is None or mode == "default" else f"{mode}-alloc{args.alloc_power:g}"
+    path = cache_file(args.release_cache, dataset, eps, trial, seed, tag, kwargs)
     meta = path.with_suffix(".json")
     if path.is_file() and meta.is_file():
         return Release.load(path), float(json.loads(meta.read_text())["seconds"])

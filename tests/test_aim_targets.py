@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from aim import AIM, AIMConfig, Release, synthesize
-from aim.targets import MAX_TARGET_SHARE, default_share, pair_sigma, target_pairs, target_workload
+from aim.targets import MAX_TARGET_SHARE, default_share, pair_sigmas, target_pairs, target_workload
 from ddssp.cli import main
 from marginals import Dataset, Domain
 from marginals.privacy import BUDGET_RTOL, cdp_rho
@@ -50,6 +50,16 @@ def test_target_workload_holds_every_feature_target_pair():
     assert set(plain) == set(workload) and set(plain.values()) == {1.0}
 
 
+@pytest.mark.parametrize("power", [0.0, 0.5, 1.0])
+def test_pair_budgets_add_up_to_the_share(power):
+    domain = Domain.from_dict({**SIZES, "wide": 300})
+    pairs = target_pairs(domain, ["y"])
+    rhos = np.array([1 / (2 * s**2) for s in pair_sigmas(domain, pairs, 0.02, 0.3, power)])
+    assert math.isclose(rhos.sum(), 0.3 * 0.02, rel_tol=1e-12)
+    cells = np.array([domain.size(c) for c in pairs], dtype=float)
+    np.testing.assert_allclose(rhos / rhos.sum(), cells**power / (cells**power).sum(), rtol=1e-12)
+
+
 def test_the_default_share():
     assert default_share(16, 17) == pytest.approx(2.5 * 16 / 136)  # one target among 17 attributes: 2.5 x 2/d
     assert default_share(8, 9) == MAX_TARGET_SHARE == default_share(27, 15)  # capped
@@ -65,8 +75,7 @@ def test_target_pairs_are_measured_charged_and_the_budget_holds(epsilon):
     assert measured[: len(SIZES) + len(pairs)] == [(a,) for a in data.domain.attrs] + pairs  # 1-ways, then the pairs
     charges = {c.label: c for c in release.ledger.charges}
     share = default_share(len(pairs), len(SIZES))
-    sigma = pair_sigma(rho, share, len(pairs))
-    for pair in pairs:
+    for pair, sigma in zip(pairs, pair_sigmas(data.domain, pairs, rho, share)):
         charge = charges["init target pair " + ",".join(pair)]
         assert charge.params["sensitivity"] == 1 and charge.params["sigma"] >= sigma
         assert math.isclose(charge.rho, 1 / (2 * charge.params["sigma"] ** 2), rel_tol=1e-12)

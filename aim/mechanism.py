@@ -8,7 +8,8 @@ the last. When the newly measured marginal moved by less than the expected noise
 sqrt(2/pi) sigma n_r, the scale is annealed (sigma / 2, eps * 2).
 
 Targets (`aim.targets`): with ``targets`` the initialisation also measures every (attribute,
-target) pair with ``target_share`` of rho (default `aim.targets.default_share`), the rounds'
+target) pair with ``target_share`` of rho (default: `aim.targets.default_share`, lowered to
+`aim.targets.needed_share` when less suffices), the rounds'
 scales are planned on the remaining (1 - share) rho (sigma = sqrt(T / (2 * 0.9 * (1 - share) rho))),
 and the default workload is `aim.targets.target_workload`.
 
@@ -51,7 +52,7 @@ from .progress import RunProgress
 from .release import Release
 from .release_config import build_config
 from .size_filter import filter_candidates
-from .targets import check_targets_in, default_share, pair_sigmas, target_pairs, target_workload
+from .targets import check_targets_in, default_share, needed_share, noisy_total, pair_sigmas, target_pairs, target_workload
 from .workload import Clique, Workload, all_k_way, candidates, normalize_workload
 
 __all__ = ["AIM", "AIMConfig", "ESTIMATOR_OPTIONS", "plan_round", "round_cost", "round_scales", "should_anneal"]
@@ -231,15 +232,30 @@ class AIM:
         share = 0.0 if not targets else cfg.target_share or default_share(len(pairs), len(domain))
         sigma, eps = round_scales((1 - share) * rho / T)  # the rounds plan on what the target pairs leave
         state = _RunState(domain, workload, answers, cand_weights, list(cand_weights), T, ledger, rng, sigma, eps)
-        state.target_share = share
-        inits = [(c, sigma, f"init {c[0]}") for c in oneway]
-        inits += [(c, s, "init target pair " + ",".join(c)) for c, s in zip(pairs, pair_sigmas(domain, pairs, rho, share))]
-        for clique, scale, label in inits:
-            state.measurements.append(measure_counts(
-                answers[clique], clique, scale, rng, ledger, label=label, exact=cfg.exact_noise
-            ))
+        self._measure(state, [(c, sigma, f"init {c[0]}") for c in oneway])
+        if targets:
+            self._measure_targets(state, pairs, share, T)
         state.model = self._fit(state, cfg.max_iters, cfg.tol)
         return state
+
+    def _measure(self, state: _RunState, items: list[tuple[Clique, float, str]]) -> None:
+        """Measure each (clique, sigma, label) of ``items`` on the true answers, charged to the ledger."""
+        for clique, scale, label in items:
+            state.measurements.append(measure_counts(
+                state.answers[clique], clique, scale, state.rng, state.ledger, label=label, exact=self._config.exact_noise
+            ))
+
+    def _measure_targets(self, state: _RunState, pairs: list[Clique], share: float, T: int) -> None:
+        """The target pairs' measurements. With the default share, no more than the pairs need
+        (`aim.targets.needed_share`, from the 1-way measurements' noisy total: post-processing),
+        and the rounds' scales planned on what they leave."""
+        rho = state.ledger.rho
+        if self._config.target_share is None:
+            share = min(share, needed_share(state.domain, pairs, rho, noisy_total(state.measurements)))
+            state.sigma, state.eps = round_scales((1 - share) * rho / T)
+        state.target_share = share
+        sigmas = pair_sigmas(state.domain, pairs, rho, share)
+        self._measure(state, [(c, s, "init target pair " + ",".join(c)) for c, s in zip(pairs, sigmas)])
 
     def _workload(self, domain: Domain, targets: tuple[str, ...]) -> Workload:
         """The rounds' workload: the user's, else the target workload (with targets), else all 2-way marginals."""

@@ -3,27 +3,30 @@
 A regression of target t on features X needs X^T y (the (feature, t) 2-way marginals) and X^T X
 (the feature-feature 2-way marginals). With ``targets`` an AIM run
 
-1. measures, in its initialisation phase next to the 1-way marginals, every (attribute, target)
-   2-way marginal (`target_pairs`), sharing ``target_share`` of rho (default `default_share`)
-   among them (`pair_sigmas`), through the same Gaussian count measurement and ledger as every other
-   measurement. Sensitivity: a count marginal of an unweighted table changes in exactly one cell,
-   by 1, when one row is added or removed, so its L2 sensitivity is 1 and a measurement at
-   sigma costs rho = 1 / (2 sigma^2) (`marginals.maps.GaussianMap`);
+1. measures, in its initialisation phase after the 1-way marginals, every (attribute, target)
+   2-way marginal (`target_pairs`), sharing ``target_share`` of rho among them (`pair_sigmas`),
+   through the same Gaussian count measurement and ledger as every other measurement.
+   Sensitivity: adding or removing one row of an unweighted table changes exactly one cell of a
+   count marginal, by 1, so its L2 sensitivity is 1 and a measurement at sigma costs
+   rho = 1 / (2 sigma^2) (`marginals.maps.GaussianMap`). The default share is `default_share`,
+   lowered to `needed_share` when less suffices;
 2. runs its adaptive rounds on `target_workload` (unless the user gives a ``workload``, which the
    rounds then use: the two combine) with the rounds' scales planned on the rest of the budget,
-   (1 - target_share) rho.
+   (1 - share) rho.
 
 `target_workload`: every 2-way marginal with at most ``max_cells`` cells (as the default
 workload) plus every target pair whatever its size; a pair holding a target weighs
 ``target_weight``, a feature-feature pair (a, b) weighs by the block of X^T X it fills,
-(width(a) width(b))^width_power normalised to mean 1 over the feature pairs. The defaults
-(TARGET_WEIGHT 1, WIDTH_POWER 0: equal weights) are what the pilot measured best; the feature
-pairs are then chosen by AIM's own score, whose L1 error already grows with a block's cells. The encoding is the
+(width(a) width(b))^width_power normalised to mean 1 over the feature pairs. The encoding is the
 analyst's choice and not known here: width(a) = size(a) - 1 (the one-hot width, an upper bound
 of the encoded dimension: a numeric encoding uses 1) is the proxy, taken from the public domain.
+The defaults (TARGET_WEIGHT 1, WIDTH_POWER 0: equal weights) are what the pilot measured best
+(benchmarks/results/target_workload/pilot.md); the feature pairs are then chosen by AIM's own
+score, whose L1 error already grows with a block's cells.
 
-Targets are public hyperparameters: every quantity here depends on the domain and the
-configuration only, never on rows.
+Privacy: targets are public hyperparameters. The pairs, weights and `default_share` depend on
+the domain and the configuration only; `needed_share` also on the noisy total of the 1-way
+measurements already charged (post-processing). Nothing here reads a row.
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ import itertools
 import math
 import numbers
 from typing import Any, Iterable
+
+import numpy as np
 
 from marginals.domain import Domain
 from marginals.maps import GaussianMap
@@ -44,6 +49,11 @@ from .workload import Clique, Workload
 #: best at 0.3 on acs-employment, 0.5 on acs-income-lin and adult; this rule gives 0.29, 0.5, 0.5).
 TARGET_BOOST = 2.5
 MAX_TARGET_SHARE = 0.5
+#: with the default share, the target pairs get no more than they need for noise NOISE_PER_CELL
+#: x the average count per cell of the largest one (`needed_share`): lowers the share only where
+#: the pairs are small next to the rows and epsilon is large (acs-employment at eps 4, where the
+#: default share lost AUC; the pilot's eps <= 1 cells and acs-income-lin at eps 4 keep theirs).
+NOISE_PER_CELL = 0.1
 #: the target pairs' budget is split in proportion to cells^ALLOC_POWER (`pair_sigmas`): 0 gives
 #: every pair the same sigma.
 ALLOC_POWER = 0.0
@@ -119,6 +129,26 @@ def pair_sigmas(domain: Domain, pairs: list[Clique], rho: float, share: float, p
     parts = [float(domain.size(c)) ** power for c in pairs]
     total = math.fsum(parts)
     return [GaussianMap().sigma(share * rho * part / total) for part in parts]
+
+
+def noisy_total(measurements: list) -> float:
+    """The number of rows estimated from the 1-way measurements: their noisy totals combined by
+    inverse variance (post-processing of charged measurements)."""
+    oneway = [m for m in measurements if len(m.clique) == 1]
+    weights = [1.0 / (np.size(m.noisy_counts) * m.sigma**2) for m in oneway]
+    return math.fsum(w * float(np.sum(m.noisy_counts)) for w, m in zip(weights, oneway)) / math.fsum(weights)
+
+
+def needed_share(domain: Domain, pairs: list[Clique], rho: float, total: float, power: float | None = None) -> float:
+    """The share of ``rho`` at which every target pair's noise sigma is at most NOISE_PER_CELL x its
+    average count per cell, ``total`` / cells, under `pair_sigmas`' split (1.0 when ``total`` <= 0)."""
+    if not total > 0:
+        return 1.0
+    power = ALLOC_POWER if power is None else power
+    parts = [float(domain.size(c)) ** power for c in pairs]
+    whole = math.fsum(parts)
+    # sigma_i = 1 / sqrt(2 share rho part_i / whole) <= c total / cells_i  <=>  share >= cells_i^2 whole / (2 rho part_i c^2 total^2)
+    return max(domain.size(c) ** 2 * whole / (2 * rho * part * (NOISE_PER_CELL * total) ** 2) for c, part in zip(pairs, parts))
 
 
 def feature_width(domain: Domain, attr: str) -> int:

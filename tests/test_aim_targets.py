@@ -16,7 +16,9 @@ import pandas as pd
 import pytest
 
 from aim import AIM, AIMConfig, Release, synthesize
-from aim.targets import MAX_TARGET_SHARE, default_share, pair_sigmas, target_pairs, target_workload
+from aim.targets import (
+    MAX_TARGET_SHARE, NOISE_PER_CELL, default_share, needed_share, noisy_total, pair_sigmas, target_pairs, target_workload,
+)
 from ddssp.cli import main
 from marginals import Dataset, Domain
 from marginals.privacy import BUDGET_RTOL, cdp_rho
@@ -60,6 +62,16 @@ def test_pair_budgets_add_up_to_the_share(power):
     np.testing.assert_allclose(rhos / rhos.sum(), cells**power / (cells**power).sum(), rtol=1e-12)
 
 
+def test_the_needed_share_gives_the_noise_it_promises():
+    domain = Domain.from_dict({**SIZES, "wide": 300})
+    pairs = target_pairs(domain, ["y"])
+    share = needed_share(domain, pairs, 0.5, 10_000.0)
+    sigmas = pair_sigmas(domain, pairs, 0.5, share)
+    ratios = [s / (NOISE_PER_CELL * 10_000.0 / domain.size(c)) for c, s in zip(pairs, sigmas)]
+    assert max(ratios) == pytest.approx(1.0) and all(r <= 1 + 1e-12 for r in ratios)  # the largest pair decides
+    assert needed_share(domain, pairs, 0.5, -3.0) == 1.0
+
+
 def test_the_default_share():
     assert default_share(16, 17) == pytest.approx(2.5 * 16 / 136)  # one target among 17 attributes: 2.5 x 2/d
     assert default_share(8, 9) == MAX_TARGET_SHARE == default_share(27, 15)  # capped
@@ -74,7 +86,10 @@ def test_target_pairs_are_measured_charged_and_the_budget_holds(epsilon):
     measured = [m.clique for m in release.measurements]
     assert measured[: len(SIZES) + len(pairs)] == [(a,) for a in data.domain.attrs] + pairs  # 1-ways, then the pairs
     charges = {c.label: c for c in release.ledger.charges}
-    share = default_share(len(pairs), len(SIZES))
+    share = release.mechanism_config().target_share  # the share the run used: the default, or what sufficed
+    assert 0 < share <= default_share(len(pairs), len(SIZES))
+    total = noisy_total(release.measurements[: len(SIZES)])
+    assert share == min(default_share(len(pairs), len(SIZES)), needed_share(data.domain, pairs, rho, total))
     for pair, sigma in zip(pairs, pair_sigmas(data.domain, pairs, rho, share)):
         charge = charges["init target pair " + ",".join(pair)]
         assert charge.params["sensitivity"] == 1 and charge.params["sigma"] >= sigma
@@ -84,7 +99,6 @@ def test_target_pairs_are_measured_charged_and_the_budget_holds(epsilon):
     spent = math.fsum(c.rho for c in release.ledger.charges)
     assert spent <= rho * (1 + BUDGET_RTOL) and math.isclose(spent, rho, rel_tol=1e-6)  # all of it, no more
     assert release.mechanism_config().targets == ("y",) and len(release.rounds) >= 1
-    assert release.mechanism_config().target_share == share  # the share the run used
 
 
 def test_a_given_share_is_spent():

@@ -5,8 +5,8 @@ rows of the bundled ``train.csv``, test = the bundled 1,000-row ``test.csv``, de
 its default max_model_size (80 MB). Per (data set, epsilon, trial) two releases from the same seed:
 
 * ``default``: AIM's all-pairs workload;
-* ``targets``: ``AIM(..., targets=TARGETS[dataset])`` (adult: one release for both of its tasks,
-  targets ``income>50K`` and ``education-num``).
+* ``targets``: ``AIM(..., targets=[task.target])``, one release per task (adult: one for
+  ``income>50K``, one for ``education-num``; the default release serves both tasks).
 
 On each release DD-SSP (``DDSSPLinearRegression`` / ``DDSSPLogisticRegression`` with the task's
 ``categorical_preset``) is fitted and scored on the test split (linear: test MSE on the encoded
@@ -39,6 +39,7 @@ single_threaded()  # before numpy is imported
 import argparse  # noqa: E402
 import hashlib  # noqa: E402
 import json  # noqa: E402
+import re  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -49,12 +50,11 @@ from .harness import grid, load_split, mean_se, results_frame, timed, write_csv,
 DELTA = 1e-5
 EPS = (0.1, 0.5, 1.0, 4.0)
 N_TRAIN = 50_000
-TARGETS = {"adult": ("income>50K", "education-num"), "acs-employment": ("ESR",), "acs-income-lin": ("PINCP",)}
 TASK_NAMES = {"adult": ("logistic", "linear-no-education"), "acs-employment": ("logistic",),
               "acs-income-lin": ("linear",)}  # fmt: skip
 MODES = ("default", "targets")
 COLUMNS = ["dataset", "task", "kind", "target", "method", "epsilon", "delta", "trial", "seed", "metric_name",
-           "metric", "seconds", "release_seconds", "aim_rounds", "n_train", "n_test", "collinearity_warnings"]  # fmt: skip
+           "metric", "seconds", "release_seconds", "aim_rounds", "n_train", "n_test", "collinearity_warnings", "target_share"]  # fmt: skip
 
 
 def tasks_of(dataset: str) -> list[Task]:
@@ -75,7 +75,7 @@ def parse_option(text: str) -> tuple[str, object]:
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--datasets", nargs="+", choices=sorted(TARGETS), default=sorted(TARGETS))
+    p.add_argument("--datasets", nargs="+", choices=sorted(TASK_NAMES), default=sorted(TASK_NAMES))
     p.add_argument("--eps", nargs="+", type=float, default=list(EPS))
     p.add_argument("--trials", type=int, default=5)
     p.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
@@ -98,7 +98,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
-def aim_kwargs(dataset: str, eps: float, seed: int, mode: str, options: dict, domain) -> dict:
+def aim_kwargs(eps: float, seed: int, mode: str, options: dict, domain, targets: tuple[str, ...]) -> dict:
     """The AIM arguments of one release (the targets and options only in ``targets`` mode). The
     options ``target_weight`` / ``width_power`` build the rounds' workload with
     `aim.targets.target_workload` (given with ``targets``, the two combine)."""
@@ -108,9 +108,9 @@ def aim_kwargs(dataset: str, eps: float, seed: int, mode: str, options: dict, do
     if mode == "targets":
         options = dict(options)
         weights = {k: options.pop(k) for k in ("target_weight", "width_power") if k in options}
-        kwargs.update(targets=list(TARGETS[dataset]), **options)
+        kwargs.update(targets=list(targets), **options)
         if weights:
-            kwargs["workload"] = target_workload(domain, TARGETS[dataset], **weights)
+            kwargs["workload"] = target_workload(domain, targets, **weights)
     return kwargs
 
 
@@ -123,14 +123,16 @@ def cache_file(cache: Path, dataset: str, eps: float, trial: int, seed: int, mod
     return cache / f"{dataset}_eps{eps:g}_trial{trial}_seed{seed}_{mode}_{key.hexdigest()[:12]}.npz"
 
 
-def get_release(dataset: str, eps: float, trial: int, mode: str, args) -> tuple[object, float]:
-    """(release, AIM seconds): from the cache, else a fresh run (saved, then read back)."""
+def get_release(dataset: str, eps: float, trial: int, mode: str, args, targets: tuple[str, ...] = ()) -> tuple[object, float]:
+    """(release, AIM seconds): from the cache, else a fresh run (saved, then read back); ``targets``
+    in ``targets`` mode."""
     from aim import AIM, Release
 
     seed = derive_seed(args.seed, dataset, eps, trial, "aim")
     train, _ = load_split(dataset, N_TRAIN)
-    kwargs = aim_kwargs(dataset, eps, seed, mode, args.options, train.domain)
-    tag = mode if args.alloc_power is None or mode == "default" else f"{mode}-alloc{args.alloc_power:g}"
+    kwargs = aim_kwargs(eps, seed, mode, args.options, train.domain, targets)
+    tag = mode if mode == "default" else re.sub(r"[^A-Za-z0-9_.-]", "_", f"{mode}-{'+'.join(targets)}")
+    tag += "" if args.alloc_power is None or mode == "default" else f"-alloc{args.alloc_power:g}"
     path = cache_file(args.release_cache, dataset, eps, trial, seed, tag, kwargs)
     meta = path.with_suffix(".json")
     if path.is_file() and meta.is_file():
@@ -143,20 +145,26 @@ def get_release(dataset: str, eps: float, trial: int, mode: str, args) -> tuple[
 
 
 def release_rows(dataset: str, eps: float, trial: int, mode: str, args, warns: dict) -> list[dict]:
-    """DD-SSP on one release for every task of the data set."""
+    """DD-SSP on the release(s) of one (data set, epsilon, trial, mode) for every task of the data
+    set: the default release serves every task, a targets release one task."""
     from ddssp import DDSSPLinearRegression, DDSSPLogisticRegression
 
-    release, aim_seconds = get_release(dataset, eps, trial, mode, args)
     train, test = load_split(dataset, N_TRAIN)
     rows = []
     for task in tasks_of(dataset):
+        release, aim_seconds = get_release(dataset, eps, trial, mode, args, (task.target,) if mode == "targets" else ())
         cls = DDSSPLinearRegression if task.kind == "linear" else DDSSPLogisticRegression
         model = cls(task.target, categorical=task.categorical)
         seconds, n_col = timed_fit(model, release.without(task.drop) if task.drop else release, warns)
         rows.append(task.row(f"ddssp_{mode}", eps, trial, DELTA, len(train), len(test), metric=evaluate(model, task, test),
                              seconds=seconds, release_seconds=aim_seconds, aim_rounds=len(release.rounds),
-                             collinearity_warnings=n_col))  # fmt: skip
+                             collinearity_warnings=n_col, target_share=_share(release)))  # fmt: skip
     return rows
+
+
+def _share(release) -> float | None:
+    """The share of rho a targets release spent on its target pairs (None for a default release)."""
+    return (release.config.get("mechanism") or {}).get("target_share")
 
 
 def baseline_rows(dataset: str, args, warns: dict) -> list[dict]:

@@ -149,8 +149,10 @@ def needed_share(domain: Domain, pairs: list[Clique], rho: float, total: float, 
     power = ALLOC_POWER if power is None else power
     parts = [float(domain.size(c)) ** power for c in pairs]
     whole = math.fsum(parts)
-    # sigma_i = 1 / sqrt(2 share rho part_i / whole) <= c total / cells_i  <=>  share >= cells_i^2 whole / (2 rho part_i c^2 total^2)
-    return max(domain.size(c) ** 2 * whole / (2 * rho * part * (NOISE_PER_CELL * total) ** 2) for c, part in zip(pairs, parts))
+    # sigma_i = 1 / sqrt(2 share rho part_i / whole) <= c total / cells_i
+    #   <=>  share >= cells_i^2 whole / (2 rho part_i c^2 total^2)
+    return max(domain.size(c) ** 2 * whole / (2 * rho * part * (NOISE_PER_CELL * total) ** 2)
+               for c, part in zip(pairs, parts))
 
 
 def feature_width(domain: Domain, attr: str) -> int:

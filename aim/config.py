@@ -19,12 +19,15 @@ from marginals.privacy import check_epsilon_delta
 from marginals.randomness import check_seed
 from pgm.estimation import LOSS_WEIGHTS
 
+from .targets import check_share, check_targets
 from .workload import workload_items
 
 #: `pgm.estimate` settings a run may change; iterations, tolerance, warm start and loss weight are AIM's own.
 ESTIMATOR_OPTIONS = ("stepsize", "step_growth", "armijo", "momentum", "resume_stepsize")
 #: the default delta of an AIM run.
 DEFAULT_DELTA = 1e-9
+#: the fields a configuration without targets leaves out of `AIMConfig.to_dict`.
+TARGET_FIELDS = ("targets", "target_share")
 #: the ``name`` of the mechanism part of a release's config (`AIMConfig.to_dict`).
 MECHANISM = "AIM"
 
@@ -74,6 +77,13 @@ class AIMConfig:
             is halved.
         exact_noise: exact discrete Gaussian measurements (default); False adds float Gaussian
             noise and is allowed only with ``insecure_seed`` (sampler benchmarks).
+        targets: attribute names a regression will predict (public): the run measures every
+            (attribute, target) 2-way marginal first and its rounds favour what a regression on
+            them needs (`aim.targets`); with a ``workload`` given, the rounds use that workload.
+            Checked against the domain when the run starts. None (default): no targets.
+        target_share: the share of rho, in (0, 1), the initial target-pair measurements spend
+            (used only with ``targets``); None (default): `aim.targets.default_share`. A
+            release records the share its run used.
         insecure_seed: tests and benchmarks only. None (the default) draws all noise from the
             operating system's secure source; an int seeds a replayable generator, warns, and
             marks the release not private. Never serialised, not shown in the repr.
@@ -96,6 +106,8 @@ class AIMConfig:
     estimator_options: Mapping[str, Any] = field(default_factory=dict)
     anneal_iters: int | None = 100
     exact_noise: bool = True
+    targets: tuple[str, ...] | None = None
+    target_share: float | None = None
     insecure_seed: int | None = field(default=None, repr=False, metadata={"secret": True})
 
     def __post_init__(self) -> None:
@@ -116,6 +128,8 @@ class AIMConfig:
             "max_cells": _integer("max_cells", self.max_cells, 1),
             "estimator_options": self._checked_options(),
             "anneal_iters": _integer("anneal_iters", self.anneal_iters, 0, optional=True),
+            "targets": None if self.targets is None else check_targets(self.targets),
+            "target_share": check_share(self.target_share),
             "insecure_seed": None if self.insecure_seed is None else check_seed(self.insecure_seed, "insecure_seed"),
         }
         if self.loss_weight not in LOSS_WEIGHTS:
@@ -135,14 +149,18 @@ class AIMConfig:
         return dict(sorted(options.items()))
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON form a release stores: ``name`` (the mechanism's) plus every field except ``insecure_seed``."""
+        """The JSON form a release stores: ``name`` (the mechanism's) plus every field except
+        ``insecure_seed``; ``targets`` and ``target_share`` only when targets are set (so a release
+        without targets reads with the versions before them, and their absence means none)."""
         out: dict[str, Any] = {"name": MECHANISM}
         for f in fields(self):
-            if f.metadata.get("secret"):
-                continue
+            if f.metadata.get("secret") or (f.name in TARGET_FIELDS and self.targets is None):
+                continue  # a run without targets writes what the versions before targets wrote
             value = getattr(self, f.name)
             if f.name == "workload" and value is not None:
                 value = [[list(clique), weight] for clique, weight in value]
+            elif f.name == "targets" and value is not None:
+                value = list(value)
             elif f.name == "estimator_options":
                 value = dict(value)
             out[f.name] = value

@@ -7,6 +7,12 @@ would leave less than one more round's cost spends exactly the remainder (split 
 the last. When the newly measured marginal moved by less than the expected noise magnitude
 sqrt(2/pi) sigma n_r, the scale is annealed (sigma / 2, eps * 2).
 
+Targets (`aim.targets`): with ``targets`` the initialisation also measures every (attribute,
+target) pair with ``target_share`` of rho (default: `aim.targets.default_share`, lowered to
+`aim.targets.needed_share` when less suffices), the rounds'
+scales are planned on the remaining (1 - share) rho (sigma = sqrt(T / (2 * 0.9 * (1 - share) rho))),
+and the default workload is `aim.targets.target_workload`.
+
 Selection: candidate r scores q(r) = w_r (||x_r - x̂_r||_1 - sqrt(2/pi) sigma n_r) (sigma: the
 scale about to be used), chosen by the exponential mechanism with sensitivity max w_r over the
 candidates that pass the model-size filter (inside a current junction-tree node, or the
@@ -46,6 +52,7 @@ from .progress import RunProgress
 from .release import Release
 from .release_config import build_config
 from .size_filter import filter_candidates
+from .targets import check_targets_in, default_share, needed_share, noisy_total, pair_sigmas, target_pairs, target_workload
 from .workload import Clique, Workload, all_k_way, candidates, normalize_workload
 
 __all__ = ["AIM", "AIMConfig", "ESTIMATOR_OPTIONS", "plan_round", "round_cost", "round_scales", "should_anneal"]
@@ -124,6 +131,7 @@ class _RunState:
     model: Model | None = None
     log: list[dict] = field(default_factory=list)
     last: bool = False
+    target_share: float = 0.0
 
 
 class AIM:
@@ -179,7 +187,8 @@ class AIM:
         progress = RunProgress(self.progress, state.ledger.rho)
         progress.start(
             f"AIM: eps={self._config.epsilon:g} delta={self._config.delta:g} rho={state.ledger.rho:.6g}, "
-            f"{len(state.cand_list)} candidates, T={state.planned_rounds}, sigma={state.sigma:.2f}; 1-way marginals measured",
+            f"{len(state.cand_list)} candidates, T={state.planned_rounds}, sigma={state.sigma:.2f}; "
+            f"{len(state.measurements)} initial marginals measured",
             state.ledger.spent,
         )
         while not state.last:
@@ -192,34 +201,70 @@ class AIM:
             model=state.model,
             ledger=state.ledger,
             rounds=state.log,
-            config=build_config(dataclasses.replace(self._config, workload=tuple(state.workload))),
+            config=build_config(self._resolved(state)),
             private=state.rng.private,
         )
 
+    def _resolved(self, state: _RunState) -> AIMConfig:
+        """The configuration the release records: the workload the run resolved, and with targets
+        the share of rho their pairs spent."""
+        resolved = dataclasses.replace(self._config, workload=tuple(state.workload))
+        return dataclasses.replace(resolved, target_share=state.target_share) if resolved.targets else resolved
+
     def _initialise(self, dataset: RowSource) -> _RunState:
         """Workload and candidates, the budget and its ledger, the true answers (computed once),
-        the 1-way measurements and the first fit."""
+        the 1-way (and target-pair) measurements and the first fit."""
         cfg = self._config
         domain = dataset.domain
         T = cfg.rounds if cfg.rounds is not None else 16 * len(domain)
         if T < len(domain) + 1:
             raise ValueError(f"rounds must exceed the number of attributes ({len(domain)}), got {T}")
-        workload = normalize_workload(domain, cfg.workload if cfg.workload is not None else all_k_way(domain, 2, cfg.max_cells))
+        targets = () if cfg.targets is None else check_targets_in(domain, cfg.targets)  # before any row is read
+        workload = normalize_workload(domain, self._workload(domain, targets))
         rho = cdp_rho(cfg.epsilon, cfg.delta)
         ledger = Accountant(rho, delta=cfg.delta)
         rng = noise_source(cfg.insecure_seed)
         cand_weights = candidates(domain, workload)
         oneway = [(a,) for a in domain.attrs]
-        queries = list(cand_weights) + [c for c in oneway if c not in cand_weights]
+        pairs = target_pairs(domain, targets)
+        queries = list(cand_weights) + [c for c in oneway + pairs if c not in cand_weights]
         answers = dict(zip(queries, dataset.marginals(queries)))
-        sigma, eps = round_scales(rho / T)
+        share = 0.0 if not targets else cfg.target_share or default_share(len(pairs), len(domain))
+        sigma, eps = round_scales((1 - share) * rho / T)  # the rounds plan on what the target pairs leave
         state = _RunState(domain, workload, answers, cand_weights, list(cand_weights), T, ledger, rng, sigma, eps)
-        for clique in oneway:
-            state.measurements.append(measure_counts(
-                answers[clique], clique, sigma, rng, ledger, label=f"init {clique[0]}", exact=cfg.exact_noise
-            ))
+        self._measure(state, [(c, sigma, f"init {c[0]}") for c in oneway])
+        if targets:
+            self._measure_targets(state, pairs, share, T)
         state.model = self._fit(state, cfg.max_iters, cfg.tol)
         return state
+
+    def _measure(self, state: _RunState, items: list[tuple[Clique, float, str]]) -> None:
+        """Measure each (clique, sigma, label) of ``items`` on the true answers, charged to the ledger."""
+        for clique, scale, label in items:
+            state.measurements.append(measure_counts(
+                state.answers[clique], clique, scale, state.rng, state.ledger, label=label, exact=self._config.exact_noise
+            ))
+
+    def _measure_targets(self, state: _RunState, pairs: list[Clique], share: float, T: int) -> None:
+        """The target pairs' measurements. With the default share, no more than the pairs need
+        (`aim.targets.needed_share`, from the 1-way measurements' noisy total: post-processing),
+        and the rounds' scales planned on what they leave."""
+        rho = state.ledger.rho
+        if self._config.target_share is None:
+            share = min(share, needed_share(state.domain, pairs, rho, noisy_total(state.measurements)))
+            state.sigma, state.eps = round_scales((1 - share) * rho / T)
+        state.target_share = share
+        sigmas = pair_sigmas(state.domain, pairs, rho, share)
+        self._measure(state, [(c, s, "init target pair " + ",".join(c)) for c, s in zip(pairs, sigmas)])
+
+    def _workload(self, domain: Domain, targets: tuple[str, ...]) -> Workload:
+        """The rounds' workload: the user's, else the target workload (with targets), else all 2-way marginals."""
+        cfg = self._config
+        if cfg.workload is not None:
+            return list(cfg.workload)
+        if targets:
+            return target_workload(domain, targets, cfg.max_cells)
+        return all_k_way(domain, 2, cfg.max_cells)
 
     def _round(self, state: _RunState) -> dict:
         """One round: plan the scales, filter, select, measure, refit and test for annealing; the

@@ -35,6 +35,7 @@ from marginals.spec.public import DEFAULT_BINS, draft_spec, spec_gaps
 from .mechanism import AIM
 from .release import Release
 from .release_config import SpecConfig, build_config
+from .targets import check_targets
 
 #: default share of the privacy budget (rho) the DP spec inference may spend.
 SPEC_SHARE = 0.2
@@ -66,6 +67,13 @@ def _public_spec(spec: Any) -> Discretizer:
     return Discretizer.load(spec)
 
 
+def _check_targets(targets: Any, columns) -> None:
+    """AIM's ``targets`` checked against the spec's public column names, before any row is read."""
+    unknown = [t for t in check_targets(targets) if t not in columns]
+    if unknown:
+        raise ValueError(f"targets {unknown} are not columns of the spec (raw column names): {list(columns)}")
+
+
 def synthesize(data: pd.DataFrame, epsilon: float, delta: float = 1e-9, *, spec: Any = None, schema: Any = None,
                spec_share: float = SPEC_SHARE, bins: int = DEFAULT_BINS, rows: int | None = None,
                numeric: str = "uniform", insecure_seed: int | None = None, sample_seed: Any = None,
@@ -74,7 +82,8 @@ def synthesize(data: pd.DataFrame, epsilon: float, delta: float = 1e-9, *, spec:
 
     ``spec``: a public spec (dict, path or `Discretizer`); otherwise ``schema`` (public; default the
     column names) is completed under DP with ``spec_share`` of the budget. ``rows``, ``numeric`` and
-    ``sample_seed`` go to `Release.synthetic_data`; other keywords to `AIM`. ``insecure_seed``:
+    ``sample_seed`` go to `Release.synthetic_data`; other keywords to `AIM` (``targets``: raw column
+    names, checked against the spec's columns before any row is read). ``insecure_seed``:
     tests only (the release is then marked not private). Cells are keyed by their own value whatever
     dtype pandas gave the column (`marginals.cell_keys`; read CSVs with
     ``marginals.dataset.read_csv_file(path, text=True)`` to keep ids above 2^53 exact). A spec rule
@@ -91,6 +100,8 @@ def synthesize(data: pd.DataFrame, epsilon: float, delta: float = 1e-9, *, spec:
         raise ValueError("give spec (complete and public) or schema (completed under DP), not both")
     partial = None if spec is not None else draft_spec(schema if schema is not None else
                                                        [str(c) for c in data.columns], bins)
+    if aim_options.get("targets") is not None:
+        _check_targets(aim_options["targets"], _public_spec(spec).domain.attrs if spec is not None else list(partial["columns"]))
     if spec is not None or not any(spec_gaps(partial).values()):
         disc = _public_spec(spec if spec is not None else partial).with_exclusions()  # its "drop" rules, stated
         coded = disc.transform(data.set_axis([str(c) for c in data.columns], axis=1), extra="drop",

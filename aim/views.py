@@ -70,6 +70,7 @@ def summary(release: Any) -> str:
         f"release over {len(release.domain)} attributes: {len(release.measurements)} measurements, "
         f"{len(release.rounds)} selection rounds, model {len(release.model.cliques)} cliques / "
         f"{release.model.size_mb:.2f} MB, estimated rows {release.model.total:,.0f}",
+        *target_lines(release),
         release.ledger.summary(),
         *threshold_lines(release),
         *([] if release.discretizer is None else [f"spec: readable values for {len(release.domain)} columns "
@@ -78,6 +79,21 @@ def summary(release: Any) -> str:
         *([] if release.private else ["NOT PRIVATE: made with a seeded noise source (tests and benchmarks only)"]),
     ]
     return "\n".join(lines)
+
+
+def release_targets(release: Any) -> list[str]:
+    """The targets the release's run was made for (`aim.targets`; [] when none or not an AIM release)."""
+    return list((release.config.get("mechanism") or {}).get("targets") or [])
+
+
+def target_lines(release: Any) -> list[str]:
+    """One line naming the release's regression targets and how many target pairs it measured (none without)."""
+    targets = release_targets(release)
+    if not targets:
+        return []
+    pairs = sum(1 for m in release.measurements if len(m.clique) == 2 and set(m.clique) & set(targets))
+    return [f"targets: {', '.join(targets)} (every (attribute, target) pair measured first; "
+            f"{pairs} target-pair measurements in all)"]
 
 
 def excluded_lines(release: Any) -> list[str]:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from aim import Release
-from aim.views import excluded_lines
+from aim.views import excluded_lines, release_targets, target_lines
 
 from .common import load_release, subcommand
 
@@ -35,6 +35,7 @@ def release_report(release: Release) -> dict:
         "annealed": sum(bool(r.get("annealed")) for r in release.rounds),
         "private": release.private,
         "config": {part: {k: v for k, v in values.items() if k != "workload"} for part, values in release.config.items()},
+        "targets": release_targets(release),
         "workload_cliques": len(release.config.get("mechanism", {}).get("workload", [])),
         "excluded": [] if release.discretizer is None else release.discretizer.excluded(),
     }
@@ -49,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     status = "private" if release.private else "NOT PRIVATE (seeded noise source: tests/benchmarks only)"
     print(f"release {args.release}: {len(release.domain)} attributes, {status}")
-    print("\n".join([release.ledger.summary(), *release.threshold_lines(), *excluded_lines(release)]))
+    print("\n".join([*target_lines(release), release.ledger.summary(), *release.threshold_lines(),
+                     *excluded_lines(release)]))
     print(f"{report['rounds']} selection rounds ({report['annealed']} annealed); "
           f"workload of {report['workload_cliques']} cliques")
     print(f"model: {len(release.model.cliques)} cliques, {release.model.size_mb:.2f} MB, "

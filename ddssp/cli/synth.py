@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 from aim import AIM, all_k_way, normalize_workload, workload_error
 from aim.raw import SPEC_SHARE, synthesize
+from aim.targets import check_targets, check_targets_in
 from marginals.limits import check_synthetic_size
 from marginals.dataset import DataError, Dataset
 from marginals.datasets import CODEBOOKS, DATASETS
@@ -80,6 +81,28 @@ def read_workload(args: argparse.Namespace, domain: Domain) -> Any:
     return raw  # cliques or [clique, weight] pairs: AIM's normalize_workload reads both
 
 
+def target_names(args: argparse.Namespace) -> list[str] | None:
+    """The --target names (repeatable, each comma-separated), in order; None without any."""
+    if not args.target:
+        return None
+    names = [name.strip() for value in args.target for name in value.split(",")]
+    if any(not name for name in names):
+        raise ValueError(f"--target: an empty attribute name in {args.target!r}")
+    return names
+
+
+def read_targets(args: argparse.Namespace, domain: Domain) -> list[str] | None:
+    """The --target names checked against ``domain`` (public; before AIM reads a row)."""
+    names = target_names(args)
+    if names is None:
+        return None
+    try:
+        check_targets_in(domain, check_targets(names))
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"--target: {exc}") from None
+    return names
+
+
 def print_evaluation(data: Any, model: Any, synthetic: Any) -> None:
     """The --evaluate line: workload errors of the model and the synthetic rows against the private rows."""
     workload = all_k_way(data.domain)
@@ -111,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     private_note(args, f"{input_name(args)}: {len(data):,} rows")
     mechanism = AIM(args.epsilon, args.delta, workload=read_workload(args, data.domain),
                     max_model_size=args.max_model_size, max_cells=args.max_cells, insecure_seed=args.insecure_seed,
-                    progress=not args.quiet)  # fmt: skip
+                    targets=read_targets(args, data.domain), progress=not args.quiet)  # fmt: skip
     release = mechanism.run(data)
     rows_rng = sampling_rng(args.sample_seed)  # post-processing of the public model: a seed is safe here
     synthetic = release.synthetic_codes(args.rows, rng=rows_rng)
@@ -166,7 +189,7 @@ def synth_raw(args: argparse.Namespace, out_path: Path, release_path: Path, say:
                 raw, args.epsilon, args.delta, schema=args.schema, spec_share=spec_share, bins=args.bins,
                 rows=args.rows, numeric=args.numeric, insecure_seed=args.insecure_seed, sample_seed=args.sample_seed,
                 max_model_size=args.max_model_size, max_cells=args.max_cells, progress=not args.quiet,
-                show_private_values=getattr(args, "show_private_values", False),
+                targets=target_names(args), show_private_values=getattr(args, "show_private_values", False),
             )
         except DataError as exc:  # a rule of the schema failed on the rows: checked before any budget is spent
             raise ValueError(f"{args.data}: {exc}") from None
@@ -233,6 +256,10 @@ def add_release_flags(p: argparse.ArgumentParser) -> None:
                    help="privacy budget delta of the release, in (0, 1); keep it far below 1/rows (default 1e-9)")
     p.add_argument("--workload", metavar="JSON",
                    help="JSON list of cliques or [clique, weight] pairs (default: all 2-way)")
+    p.add_argument("--target", action="append", metavar="NAME[,NAME...]",
+                   help="regression target(s) the release is made for (repeatable or comma-separated): every "
+                        "(attribute, target) pair is measured first and the rounds favour what a regression on "
+                        "them needs; the release records them")
     p.add_argument("--max-cells", type=positive_int, default=10_000, metavar="N",
                    help="default workload: the 2-way marginals of at most N cells (default 10000)")
     p.add_argument("--max-model-size", type=positive_float, default=80.0, metavar="MB",

@@ -21,6 +21,7 @@ composition in zCDP): a Gaussian or an exponential mechanism, priced by its priv
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -105,7 +106,13 @@ def check_epsilon_delta(epsilon: float, delta: float) -> tuple[float, float]:
 
 def cdp_rho(eps: float, delta: float) -> float:
     """Largest rho such that rho-zCDP implies (eps, delta)-DP."""
-    eps, delta = check_epsilon_delta(eps, delta)
+    return _cdp_rho(*check_epsilon_delta(eps, delta))
+
+
+@functools.lru_cache(maxsize=4096)
+def _cdp_rho(eps: float, delta: float) -> float:
+    """`cdp_rho` of checked floats, memoized (a pure function of public budget parameters; every
+    fit of an estimator asks for the same few)."""
     log_delta = math.log(delta)
     # delta(rho) increases from 0 (rho -> 0) to 1: bracket the crossing, then solve in log space.
     hi = eps + 1.0

@@ -160,17 +160,24 @@ def test_pmt_audit_replays_the_estimator_and_hits_the_clip_radii():
 
 
 @pytest.mark.slow
-def test_small_audit_configuration():
-    results = audit.run_audit("small", seed=2026)
-    assert {r.mechanism.split(" BROKEN")[0] for r in results} == {a[0] for a in audit.AUDITS}
+@pytest.mark.parametrize("key", [a[1] for a in audit.AUDITS])
+def test_small_audit_configuration(key):
+    # one test per audit (its own seeded stream), so pytest-xdist spreads the ~3 CPU minutes over the workers
+    results = audit.run_audit("small", seed=2026, only=[key])
+    name = next(a[0] for a in audit.AUDITS if a[1] == key)
+    assert [r.mechanism.split(" BROKEN")[0] for r in results] == [name, name] and [r.broken for r in results] == [False, True]
     for r in results:
-        assert r.runs == audit.CONFIGS["small"][next(a[1] for a in audit.AUDITS if r.mechanism.startswith(a[0]))]
+        assert r.runs == audit.CONFIGS["small"][key]
         if not r.broken:
             assert r.eps_lb <= r.eps_claim, f"{r.mechanism}: empirical eps {r.eps_lb:.3f} > claim {r.eps_claim:.3f}"
         elif r.expect_caught:
             assert r.eps_lb > r.eps_claim, f"{r.mechanism}: broken control not caught ({r.eps_lb:.3f})"
     table = audit.format_table(results)
     assert "VIOLATION" not in table and "NOT CAUGHT" not in table
+
+
+def test_every_audit_runs_in_the_small_configuration():
+    assert {a[1] for a in audit.AUDITS} == set(audit.CONFIGS["small"]) == set(audit.CONFIGS["default"])
 
 
 def test_shrunken_lattice_noise_shrinks_draws_charges_the_claim_and_restores():

@@ -223,6 +223,18 @@ def test_secure_source_is_not_replayable_and_insecure_one_is():
     assert a.randbelow(10**30) < 10**30 and c.randbelow(10**30) < 10**30
 
 
+def test_insecure_words_are_pcg64_full_range_integers_interleaved_with_bytes():
+    # InsecureRandom.uint64 reads the bit generator's raw words: the stream of the former
+    # Generator.integers(0, 2**64, dtype=uint64), so every seeded result stays as recorded
+    source, reference = InsecureRandom(11, warn=False), np.random.default_rng(11)
+    for size in (0, 1, 7, 1000, 3):
+        words = source.uint64(size)
+        assert words.dtype == np.uint64 and words.shape == (size,)
+        np.testing.assert_array_equal(words, reference.integers(0, 2**64, size=size, dtype=np.uint64))
+        source.randbelow(10**12), reference.bytes(5)  # randbelow's bytes keep the two streams aligned
+    np.testing.assert_array_equal(source.uint64(9), reference.integers(0, 2**64, size=9, dtype=np.uint64))
+
+
 def test_seed_rules():
     for bad, error in [(-1, ValueError), (True, TypeError), (1.5, TypeError), ("3", TypeError)]:
         with pytest.raises(error, match="must be a non-negative integer"):

@@ -203,3 +203,26 @@ def test_cli_synth_bad_target(tmp_path, capsys, value, match):
     assert main(argv) == 2
     assert re.search(match, capsys.readouterr().err)
     assert not (tmp_path / "r.npz").exists()
+
+
+def test_neighbours_differ_in_the_target_pairs_by_one_count_only():
+    """D and D plus one adversarial row (every attribute at its last level), same seed: the init phase
+    charges the same sigmas, and each target pair's noisy table moves by exactly that row's cell (L2 1,
+    the sensitivity charged); nothing but the noise hides it."""
+    data = table(600, 4)
+    row = pd.DataFrame([{a: m - 1 for a, m in SIZES.items()}])
+    plus = Dataset(pd.concat([data.to_df(), row], ignore_index=True), data.domain)
+    options = dict(targets=["y"], target_share=0.3, insecure_seed=11, **FAST)  # a given share: no noisy-total rule
+    runs = [AIM(1.0, 1e-6, **options).run(d) for d in (data, plus)]
+    pairs = target_pairs(data.domain, ["y"])
+    first = len(SIZES) + len(pairs)
+    for pair, (m0, m1) in zip(pairs, zip(*(r.measurements[len(SIZES):first] for r in runs))):
+        assert m0.clique == m1.clique == pair and m0.sigma == m1.sigma
+        moved = m1.noisy_counts - m0.noisy_counts  # same seed, same sigma: the same noise draws cancel
+        cell = tuple(SIZES[a] - 1 for a in pair)
+        expected = np.zeros_like(moved)
+        expected[cell] = 1.0
+        np.testing.assert_array_equal(moved, expected)
+        assert np.linalg.norm(plus.marginal(pair) - data.marginal(pair)) == 1.0  # the L2 sensitivity charged
+    charges = [[(c.label, c.rho) for c in r.ledger.charges[:first]] for r in runs]
+    assert charges[0] == charges[1]  # the init phase's prices do not depend on the rows

@@ -93,7 +93,7 @@ def target_lines(release: Any) -> list[str]:
         return []
     pairs = sum(1 for m in release.measurements if len(m.clique) == 2 and set(m.clique) & set(targets))
     return [f"targets: {', '.join(targets)} (every (attribute, target) pair measured first; "
-            f"{pairs} target-pair measurements in all)"]
+            f"{pairs} measurements of target pairs in all, initialisation and rounds)"]
 
 
 def excluded_lines(release: Any) -> list[str]:

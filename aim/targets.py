@@ -124,12 +124,17 @@ def default_share(n_target_pairs: int, n_attrs: int) -> float:
     return min(MAX_TARGET_SHARE, TARGET_BOOST * n_target_pairs / (n_attrs * (n_attrs - 1) / 2))
 
 
+def _parts(domain: Domain, pairs: list[Clique], power: float | None) -> tuple[list[float], float]:
+    """Each pair's weight cells^power (default ALLOC_POWER) in the split of the pairs' budget, and their sum."""
+    power = ALLOC_POWER if power is None else power
+    parts = [float(domain.size(c)) ** power for c in pairs]
+    return parts, math.fsum(parts)
+
+
 def pair_sigmas(domain: Domain, pairs: list[Clique], rho: float, share: float, power: float | None = None) -> list[float]:
     """The noise scale of each target pair: ``share`` x ``rho`` split over the pairs in proportion
     to cells^power (default ALLOC_POWER; 0: equal shares)."""
-    power = ALLOC_POWER if power is None else power
-    parts = [float(domain.size(c)) ** power for c in pairs]
-    total = math.fsum(parts)
+    parts, total = _parts(domain, pairs, power)
     return [GaussianMap().sigma(share * rho * part / total) for part in parts]
 
 
@@ -146,9 +151,7 @@ def needed_share(domain: Domain, pairs: list[Clique], rho: float, total: float, 
     average count per cell, ``total`` / cells, under `pair_sigmas`' split (1.0 when ``total`` <= 0)."""
     if not total > 0:
         return 1.0
-    power = ALLOC_POWER if power is None else power
-    parts = [float(domain.size(c)) ** power for c in pairs]
-    whole = math.fsum(parts)
+    parts, whole = _parts(domain, pairs, power)
     # sigma_i = 1 / sqrt(2 share rho part_i / whole) <= c total / cells_i
     #   <=>  share >= cells_i^2 whole / (2 rho part_i c^2 total^2)
     return max(domain.size(c) ** 2 * whole / (2 * rho * part * (NOISE_PER_CELL * total) ** 2)

@@ -117,6 +117,14 @@ class Release:
         check_cells(sum(self.domain.size(c) for c in cliques), f"the marginals of {len(cliques)} clique(s)")
         return self.model.marginals(cliques)
 
+    def query(self, attrs: Sequence[str], *, alpha: float | None = None, n_boot: int = 30,
+              random_state: SamplingSeed = None) -> pd.DataFrame:
+        """The model's marginal over ``attrs`` with a standard error per cell, one row per cell
+        (measured exactly or bootstrapped: see `aim.query`)."""
+        from .query import query
+
+        return query(self, attrs, alpha=alpha, n_boot=n_boot, random_state=random_state)
+
     def synthetic_data(self, n: int | None = None, rng: SamplingSeed = None,
                        decode: bool | None = None, numeric: str = "uniform") -> pd.DataFrame:
         """Synthetic rows from the model (default n = round(total)).

@@ -44,6 +44,7 @@ from marginals.dataset import Dataset
 from marginals.domain import Domain
 from marginals.measurement import Measurement
 from marginals.source import MeasuredSource, implements
+from pgm.measured import covering_measurements, marginalise
 
 from ..target_levels import condition_on_classes
 
@@ -143,24 +144,6 @@ def mechanism_errors(estimator: Any, source: Any, n_boot: int, rng: np.random.Ge
     return np.array(errors)
 
 
-def _marginalise(values: np.ndarray, clique: tuple[str, ...], target: tuple[str, ...]) -> np.ndarray:
-    """Sum ``values`` (axes in ``clique`` order) down to ``target`` (axes in ``target`` order)."""
-    summed = tuple(i for i, a in enumerate(clique) if a not in target)
-    kept = [a for a in clique if a in target]
-    out = values.sum(axis=summed) if summed else values
-    return np.transpose(out, [kept.index(a) for a in target])
-
-
-def covering_measurements(measurements: Sequence[Measurement], domain: Domain, clique: Sequence[str]) -> list[tuple[int, float]]:
-    """(index, per-cell noise variance after marginalising to ``clique``) of every measurement containing it."""
-    out = []
-    for i, m in enumerate(measurements):
-        if set(clique) <= set(m.clique):
-            rest = [a for a in m.clique if a not in clique]
-            out.append((i, m.sigma**2 * float(np.prod([domain[a] for a in rest]))))
-    return out
-
-
 class NoisyModelMarginals(ModelMarginals):
     """Model marginals plus one fresh draw of the covering measurements' noise per `marginals` call."""
 
@@ -188,7 +171,7 @@ class NoisyModelMarginals(ModelMarginals):
                     m = self._measurements[i]
                     if i not in draws:
                         draws[i] = self._rng.normal(0.0, m.sigma, size=m.noisy_counts.shape)
-                    table += w * _marginalise(draws[i], m.clique, c)
+                    table += w * marginalise(draws[i], m.clique, c)
             out.append(table)
         return out
 

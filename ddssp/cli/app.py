@@ -13,17 +13,17 @@ import argparse
 import os
 import sys
 
-from . import discretize, fit, inspect, predict, report, spec, synth
+from . import discretize, fit, inspect, predict, query, report, spec, synth
 from .common import BAD_INPUT, PROG, Parser, common_flags, fail, private_note
 
 #: the subcommands, in the order of --help.
-COMMANDS = (synth, discretize, fit, inspect, spec, report, predict)
+COMMANDS = (synth, discretize, fit, inspect, spec, report, predict, query)
 
 DESCRIPTION = """\
 Differentially private tabular data release from marginals. synth measures noisy marginals with
 AIM and writes a release and a synthetic table (from a CSV of codes, from raw values with a public
 spec, or from raw values alone with the spec inferred under DP; without --data it runs on the
-Adult table shipped with the package). fit, predict, inspect and report work from a release alone;
+Adult table shipped with the package). fit, predict, inspect, query and report work from a release alone;
 discretize and spec prepare raw tables.
 
 Exit codes: 0 ok, 2 bad input (one line on stderr, no traceback), 1 internal error; --debug shows

@@ -61,7 +61,7 @@ def test_every_flag_of_every_subcommand_has_help():
 
 def test_help_speaks_to_users_not_developers(capsys):
     commands = sorted(_subparsers(build_parser()))
-    assert commands == ["discretize", "fit", "inspect", "predict", "report", "spec", "synth"]
+    assert commands == ["discretize", "fit", "inspect", "predict", "query", "report", "spec", "synth"]
     for argv in ([], *([c] for c in commands)):
         assert main([*argv, "--help"]) == 0
         out = capsys.readouterr().out

@@ -18,7 +18,7 @@ of count - truth and the sd of z (1 when se is the error's spread). Cells are al
 true count in units of se (near-empty cells, where the model's non-negativity binds, apart).
 
 Outputs in ``--out`` (default benchmarks/results/query_coverage): ``cells_<data>_eps<eps>.csv.gz``
-(one per run), ``coverage.csv`` / ``coverage.txt`` (all runs found there), ``coverage_by_size.csv``.
+(one per run: data, epsilon and kinds), ``coverage.csv`` / ``coverage.txt`` (all runs found there), ``coverage_by_size.csv``.
 """
 
 from __future__ import annotations
@@ -71,18 +71,20 @@ def release_cells(data, name: str, eps: float, trial: int, args) -> pd.DataFrame
     aim_seconds = time.perf_counter() - t0
     keys = {"data": name, "epsilon": eps, "trial": trial}
     measured = sorted({tuple(m.clique) for m in release.measurements if len(m.clique) == 2})
+    measured = measured if "measured" in args.kinds else []
     inferred = [p for p in INFERRED[name] if not is_measured(release.measurements, p)][: args.inferred]
+    inferred = inferred if "inferred" in args.kinds and args.boot else []
     truths = dict(zip(measured + inferred, data.marginals(measured + inferred)))
     parts = []
     for pair in measured:
         q = release.query(list(pair))
         parts.append(_cells("measured", pair, truths[pair], q["count"].to_numpy(), q["se"].to_numpy(), **keys))
     t1 = time.perf_counter()
-    if inferred and args.boot:
+    if inferred:
         boots = bootstrap_marginals(release, inferred, args.boot, random_state=seed)
         for pair, (tables, _), count in zip(inferred, boots, release.marginals(inferred)):
             parts.append(_cells("inferred", pair, truths[pair], count, tables.std(axis=0, ddof=1), **keys))
-    out = pd.concat(parts, ignore_index=True)
+    out = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
     out["aim_seconds"], out["boot_seconds"] = aim_seconds, time.perf_counter() - t1
     return out
 
@@ -143,7 +145,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--datasets", nargs="+", default=["adult", "acs-employment"], choices=sorted(INFERRED))
     parser.add_argument("--epsilons", type=float, nargs="+", default=[1.0])
     parser.add_argument("--releases", type=int, default=50)
-    parser.add_argument("--boot", type=int, default=10, help="bootstrap refits per release (0: measured queries only)")
+    parser.add_argument("--kinds", nargs="+", default=["measured", "inferred"], choices=["measured", "inferred"],
+                        help="which queries (separate runs write separate cells files)")
+    parser.add_argument("--boot", type=int, default=10, help="bootstrap refits per release")
     parser.add_argument("--inferred", type=int, default=2, help="inferred pairs per release")
     parser.add_argument("--seed", type=int, default=2828)
     parser.add_argument("--tables-only", action="store_true", help="only rebuild the tables from the cells files")
@@ -155,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         for eps in args.epsilons:
             start = time.perf_counter()
             df = run(args, name, eps)
-            path = args.out / f"cells_{name}_eps{eps:g}.csv.gz"
+            path = args.out / f"cells_{name}_eps{eps:g}_{'_'.join(sorted(args.kinds))}.csv.gz"
             write_bytes_atomic(path, gzip.compress(df.to_csv(index=False, float_format="%.6g").encode()))
             print(f"{name} eps {eps:g}: {args.releases} releases in {time.perf_counter() - start:.0f}s", file=sys.stderr)
     write_tables(args.out)

@@ -19,7 +19,8 @@ error's spread; a few cells with a tiny bootstrap se inflate the plain sd). Cell
 true count in units of se (near-empty cells, where the model's non-negativity binds, apart).
 
 Outputs in ``--out`` (default benchmarks/results/query_coverage): ``cells_<data>_eps<eps>.csv.gz``
-(one per run: data, epsilon and kinds), ``coverage.csv`` / ``coverage.txt`` (all runs found there), ``coverage_by_size.csv``.
+(one per run: data, epsilon and kinds; large, not committed: the seeded runs regenerate them),
+``queries.csv.gz`` (one row per release and query: cells, coverage, median se, RMS error), ``coverage.csv`` / ``coverage.txt`` (all runs found there), ``coverage_by_size.csv``.
 """
 
 from __future__ import annotations
@@ -135,9 +136,14 @@ def write_tables(out: Path) -> None:
     files = sorted(out.glob("cells_*.csv.gz"))
     df = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
     main, by_size = tables(df)
+    per_query = _with_z(df).groupby(["data", "epsilon", "kind", "trial", "pair"]).agg(
+        cells=("covers", "size"), coverage=("covers", "mean"), se=("se", "median"),
+        rms_error=("error", lambda e: float(np.sqrt((e**2).mean())))).reset_index()
     with AtomicOutputs() as staged:
         write_text_atomic(staged.stage(out / "coverage.csv"), main.to_csv(index=False, float_format="%.4f"))
         write_text_atomic(staged.stage(out / "coverage_by_size.csv"), by_size.to_csv(index=False, float_format="%.4f"))
+        write_bytes_atomic(staged.stage(out / "queries.csv.gz"),
+                           gzip.compress(per_query.to_csv(index=False, float_format="%.4g").encode(), mtime=0))
         write_text_atomic(staged.stage(out / "coverage.txt"), _text(main) + "\n\n" + _text(by_size) + "\n")
     print(_text(main) + "\n\n" + _text(by_size))
 

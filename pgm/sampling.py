@@ -83,7 +83,17 @@ def _cdf(cond: np.ndarray) -> np.ndarray:
     sums = cond.sum(axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         probs = np.where(sums > 0, cond / sums, 1.0 / m)  # no mass: never hit in exact sampling
-    return np.cumsum(probs, axis=1) + np.arange(n_groups)[:, None]
+    cdf = np.cumsum(probs, axis=1) + np.arange(n_groups)[:, None]
+    # From the last category with mass on, the CDF is exactly g + 1: a zero-probability category
+    # after it (a structural zero) gets no rounding slack, and `_tail` finds that category.
+    last = m - 1 - np.argmax(probs[:, ::-1] > 0, axis=1)
+    return np.where(np.arange(m) >= last[:, None], np.arange(1, n_groups + 1)[:, None], cdf)
+
+
+def _tail(cdf: np.ndarray) -> np.ndarray:
+    """Each group's last category with mass (where its CDF reaches g + 1): points at the end of a
+    row go there, never to a zero-probability category after it."""
+    return np.argmax(cdf >= np.arange(1, cdf.shape[0] + 1)[:, None], axis=1)
 
 
 def _point(labels: np.ndarray, rank: np.ndarray, offset: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -99,7 +109,7 @@ def _sorted_by_rows(cdf: np.ndarray, counts: np.ndarray, offset: np.ndarray) -> 
     rank = np.arange(n) - np.repeat(np.cumsum(counts) - counts, counts)
     points = _point(sorted_groups, rank, np.repeat(offset, counts), np.repeat(counts, counts))
     pos = np.searchsorted(cdf.ravel(), points, side="right")
-    return np.clip(pos - sorted_groups * m, 0, m - 1)
+    return np.clip(pos - sorted_groups * m, 0, _tail(cdf)[sorted_groups])
 
 
 def _sorted_by_cells(cdf: np.ndarray, counts: np.ndarray, offset: np.ndarray) -> np.ndarray | None:
@@ -124,7 +134,8 @@ def _sorted_by_cells(cdf: np.ndarray, counts: np.ndarray, offset: np.ndarray) ->
         if not (down.any() or up.any()):
             break
         first += up.astype(np.int64) - down
-    first[:, -1] = counts  # points past the last cell: clipped into the last category
+    first = np.where(np.arange(m) >= _tail(cdf)[:, None], counts[:, None], first)  # points past the last
+    # cell with mass: clipped into it
     per_cell = np.diff(first, axis=1, prepend=0)
     return np.repeat(np.tile(np.arange(m, dtype=code_dtype(m)), n_groups), per_cell.ravel())
 

@@ -2,7 +2,8 @@
 
 `AIM(epsilon, delta, **hyperparameters)` builds one; `AIM.config` exposes it. A release stores
 the configuration the run used as the mechanism part of its config (`to_dict`: the mechanism's
-name and its own fields, the workload resolved against the domain; see `aim.release_config`) and
+name and its own fields, the workload resolved against the domain, the public rules; see
+`aim.release_config`) and
 `from_dict` reads it back. ``insecure_seed`` is never serialised: anyone holding it could
 subtract the noise. A seeded run is marked by the release's ``private: false`` instead, and the
 seed has to be given again to rebuild a seeded configuration.
@@ -17,6 +18,7 @@ from typing import Any, Mapping
 
 from marginals.privacy import check_epsilon_delta
 from marginals.randomness import check_seed
+from marginals.rules import check_rules
 from pgm.estimation import LOSS_WEIGHTS
 
 from .targets import check_share, check_targets
@@ -84,6 +86,10 @@ class AIMConfig:
         target_share: the share of rho, in (0, 1), the initial target-pair measurements spend
             (used only with ``targets``); None (default): `aim.targets.default_share`. A
             release records the share its run used.
+        constraints: public rules over the domain's codes (`marginals.rules`: implications,
+            forbidden combinations, functions): the cells they forbid get probability exactly 0 in
+            every fit and their attribute sets join the model's cliques. Public: no budget, stored
+            in the release. Checked against the domain when the run starts. None (default): none.
         insecure_seed: tests and benchmarks only. None (the default) draws all noise from the
             operating system's secure source; an int seeds a replayable generator, warns, and
             marks the release not private. Never serialised, not shown in the repr.
@@ -108,6 +114,7 @@ class AIMConfig:
     exact_noise: bool = True
     targets: tuple[str, ...] | None = None
     target_share: float | None = None
+    constraints: tuple[dict[str, Any], ...] | None = None
     insecure_seed: int | None = field(default=None, repr=False, metadata={"secret": True})
 
     def __post_init__(self) -> None:
@@ -130,6 +137,7 @@ class AIMConfig:
             "anneal_iters": _integer("anneal_iters", self.anneal_iters, 0, optional=True),
             "targets": None if self.targets is None else check_targets(self.targets),
             "target_share": check_share(self.target_share),
+            "constraints": None if self.constraints is None else check_rules(self.constraints),
             "insecure_seed": None if self.insecure_seed is None else check_seed(self.insecure_seed, "insecure_seed"),
         }
         if self.loss_weight not in LOSS_WEIGHTS:
@@ -156,9 +164,13 @@ class AIMConfig:
         for f in fields(self):
             if f.metadata.get("secret") or (f.name in TARGET_FIELDS and self.targets is None):
                 continue  # a run without targets writes what the versions before targets wrote
+            if f.name == "constraints" and self.constraints is None:
+                continue  # likewise a run without rules
             value = getattr(self, f.name)
             if f.name == "workload" and value is not None:
                 value = [[list(clique), weight] for clique, weight in value]
+            elif f.name == "constraints":
+                value = [dict(rule) for rule in value]
             elif f.name == "targets" and value is not None:
                 value = list(value)
             elif f.name == "estimator_options":

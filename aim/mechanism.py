@@ -20,6 +20,10 @@ hypothetical model stays under max_model_size * rho_used / rho MB).
 
 Every charge goes through one `Accountant`; the run checks that the ledger never exceeds rho.
 
+Public rules (``constraints``, `marginals.rules`) cost nothing: every fit puts -inf on the cells
+they forbid (their cliques join the model's, so the size filter counts them) and no selection,
+measurement or sensitivity changes.
+
 Structure: `AIM.run` = `_initialise` (workload, budget, true answers, the 1-way measurements and a
 first fit) -> rounds (`_round`: plan the scales, filter, `_select` = score + exponential mechanism,
 measure, `_refit` + annealing test, anneal) -> `_finish` (the final fit). Everything a run carries
@@ -41,6 +45,7 @@ from marginals.measurement import Measurement
 from marginals.mechanisms import exponential_mechanism, measure_counts
 from marginals.privacy import BUDGET_RTOL, Accountant, BudgetExceeded, cdp_rho
 from marginals.randomness import RandomSource, noise_source
+from marginals.rules import compile_rules
 from marginals.source import RowSource, check_unweighted, is_rows
 from pgm.estimation import estimate
 from pgm.junction_tree import model_size_mb
@@ -132,6 +137,7 @@ class _RunState:
     log: list[dict] = field(default_factory=list)
     last: bool = False
     target_share: float = 0.0
+    zeros: tuple = ()  # the public rules' structural zeros (`marginals.rules`), kept by every fit
 
 
 class AIM:
@@ -220,6 +226,7 @@ class AIM:
         if T < len(domain) + 1:
             raise ValueError(f"rounds must exceed the number of attributes ({len(domain)}), got {T}")
         targets = () if cfg.targets is None else check_targets_in(domain, cfg.targets)  # before any row is read
+        zeros = tuple(compile_rules(domain, cfg.constraints or ()))  # public rules, checked before any row is read
         workload = normalize_workload(domain, self._workload(domain, targets))
         rho = cdp_rho(cfg.epsilon, cfg.delta)
         ledger = Accountant(rho, delta=cfg.delta)
@@ -231,7 +238,8 @@ class AIM:
         answers = dict(zip(queries, dataset.marginals(queries)))
         share = 0.0 if not targets else cfg.target_share or default_share(len(pairs), len(domain))
         sigma, eps = round_scales((1 - share) * rho / T)  # the rounds plan on what the target pairs leave
-        state = _RunState(domain, workload, answers, cand_weights, list(cand_weights), T, ledger, rng, sigma, eps)
+        state = _RunState(domain, workload, answers, cand_weights, list(cand_weights), T, ledger, rng, sigma, eps,
+                          zeros=zeros)
         self._measure(state, [(c, sigma, f"init {c[0]}") for c in oneway])
         if targets:
             self._measure_targets(state, pairs, share, T)
@@ -338,7 +346,7 @@ class AIM:
 
     def _finish(self, state: _RunState) -> None:
         """The final fit (covering the last measurement) and the ledger check."""
-        iters = self._final_iters(state.domain, tuple(m.clique for m in state.measurements))
+        iters = self._final_iters(state.domain, tuple(m.clique for m in state.measurements) + state.model.cliques)
         state.model = self._fit(state, iters, self._config.final_tol)
         if not state.ledger.spent <= state.ledger.rho * (1 + BUDGET_RTOL):
             raise BudgetExceeded(f"privacy ledger exceeds the budget: spent {state.ledger.spent!r} of {state.ledger.rho!r}")
@@ -349,7 +357,7 @@ class AIM:
         cfg = self._config
         return estimate(
             state.domain, state.measurements, iters=iters, tol=tol, warm_start=state.model,
-            loss_weight=cfg.loss_weight, **cfg.estimator_options,
+            loss_weight=cfg.loss_weight, zeros=state.zeros, **cfg.estimator_options,
         )
 
     def _round_iters(self, domain: Domain, cliques, most: int | None = None) -> int:

@@ -97,6 +97,12 @@ class Release:
         return self.ledger.delta if delta is None else delta
 
     @property
+    def constraints(self) -> list[dict]:
+        """The public rules (over codes, `marginals.rules`) whose forbidden cells the model gives
+        probability 0 ([] when the run had none)."""
+        return views.release_rules(self)
+
+    @property
     def total(self) -> float:
         """The model's (noisy) estimate of the number of rows."""
         return self.model.total

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from aim import AIM, all_k_way, normalize_workload, workload_error
-from aim.raw import SPEC_SHARE, synthesize
+from aim.raw import SPEC_SHARE, synthesize, with_rules
 from aim.targets import check_targets, check_targets_in
 from marginals.limits import check_synthetic_size
 from marginals.dataset import DataError, Dataset
@@ -32,6 +32,7 @@ from marginals.domain import Domain
 from marginals.files import AtomicOutputs, read_json, write_text_atomic
 from marginals.privacy import cdp_rho
 from marginals.randomness import sampling_rng
+from marginals.rules import compile_rules
 from marginals.spec.discretize import Discretizer
 from marginals.spec.infer import SpecInferenceWarning
 from marginals.spec.public import DEFAULT_BINS
@@ -103,6 +104,31 @@ def read_targets(args: argparse.Namespace, domain: Domain) -> list[str] | None:
     return names
 
 
+def read_rules(args: argparse.Namespace) -> list | None:
+    """--rules: a JSON list of public rules (raw values with a spec, codes with --domain), or None."""
+    if not getattr(args, "rules", None):
+        return None
+    rules = read_json(args.rules, "rules file")
+    if not isinstance(rules, list):
+        raise ValueError(f"{args.rules}: a rules file holds a JSON list of rules, got {type(rules).__name__}")
+    return rules
+
+
+def rule_constraints(args: argparse.Namespace, domain: Domain, disc: Discretizer | None) -> tuple[Any, Any]:
+    """(discretizer with --rules added, AIM's constraints over codes or None): rules in raw values go
+    through the spec (its own "rules" included), rules of a --domain run are over codes."""
+    rules = read_rules(args)
+    try:
+        if disc is not None:
+            disc = with_rules(disc, rules)
+            return disc, disc.rules or None
+        if rules:
+            compile_rules(domain, rules)  # errors name the rule before any row is counted
+        return disc, rules
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{args.rules or args.spec}: {exc}") from None
+
+
 def print_evaluation(data: Any, model: Any, synthetic: Any) -> None:
     """The --evaluate line: workload errors of the model and the synthetic rows against the private rows."""
     workload = all_k_way(data.domain)
@@ -122,19 +148,21 @@ def run(args: argparse.Namespace) -> int:
     release_path = Path(args.release or f"results/{input_name(args)}-eps{args.epsilon:g}-release.npz")
     check_outputs([("--out", out_path), ("--release", release_path)],
                   [("--data", args.data), ("--domain", args.domain), ("--spec", args.spec), ("--workload", args.workload),
-                   ("--schema", args.schema)])  # fmt: skip
+                   ("--schema", args.schema), ("--rules", args.rules)])  # fmt: skip
     if args.data and not args.domain and not args.spec:  # raw values alone: the spec is inferred under DP
         return synth_raw(args, out_path, release_path, lambda message: note(args, message))
     if args.schema or args.spec_budget is not None or args.columns:
         raise ValueError("--schema, --spec-budget and --columns are for a raw --data without --spec or --domain")
     data, disc = load_input(args)
+    disc, constraints = rule_constraints(args, data.domain, disc)
     if args.rows is not None:  # checked before AIM runs, not after
         check_synthetic_size(args.rows, len(data.domain))
     note(args, f"{input_name(args)}: {len(data.domain)} attributes")
     private_note(args, f"{input_name(args)}: {len(data):,} rows")
     mechanism = AIM(args.epsilon, args.delta, workload=read_workload(args, data.domain),
                     max_model_size=args.max_model_size, max_cells=args.max_cells, insecure_seed=args.insecure_seed,
-                    targets=read_targets(args, data.domain), progress=not args.quiet)  # fmt: skip
+                    targets=read_targets(args, data.domain), constraints=constraints,
+                    progress=not args.quiet)  # fmt: skip
     release = mechanism.run(data)
     rows_rng = sampling_rng(args.sample_seed)  # post-processing of the public model: a seed is safe here
     synthetic = release.synthetic_codes(args.rows, rng=rows_rng)
@@ -190,6 +218,7 @@ def synth_raw(args: argparse.Namespace, out_path: Path, release_path: Path, say:
                 rows=args.rows, numeric=args.numeric, insecure_seed=args.insecure_seed, sample_seed=args.sample_seed,
                 max_model_size=args.max_model_size, max_cells=args.max_cells, progress=not args.quiet,
                 targets=target_names(args), show_private_values=getattr(args, "show_private_values", False),
+                rules=read_rules(args),
             )
         except DataError as exc:  # a rule of the schema failed on the rows: checked before any budget is spent
             raise ValueError(f"{args.data}: {exc}") from None
@@ -260,6 +289,10 @@ def add_release_flags(p: argparse.ArgumentParser) -> None:
                    help="regression target(s) the release is made for (repeatable or comma-separated): every "
                         "(attribute, target) pair is measured first and the rounds favour what a regression on "
                         "them needs; the release records them")
+    p.add_argument("--rules", metavar="JSON",
+                   help="public rules (JSON list; README 'Public rules'): combinations that cannot occur, kept as "
+                        "structural zeros so no synthetic row breaks them; raw values with a spec (added to the "
+                        "spec's own \"rules\"), codes with --domain; free (no budget), stored in the release")
     p.add_argument("--max-cells", type=positive_int, default=10_000, metavar="N",
                    help="default workload: the 2-way marginals of at most N cells (default 10000)")
     p.add_argument("--max-model-size", type=positive_float, default=80.0, metavar="MB",

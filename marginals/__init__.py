@@ -2,7 +2,8 @@
 ddssp build on it). Its modules, grouped:
 
 - the vocabulary every package shares: `domain` (attributes and their sizes), `measurement` (one
-  noisy marginal), `files` (atomic writes, strict JSON reads), `cell_keys` (one key per raw cell);
+  noisy marginal), `files` (atomic writes, strict JSON reads), `cell_keys` (one key per raw cell),
+  `rules` (public rules over codes as structural zeros);
 - the DP primitives: `privacy` (zCDP <-> (eps, delta), the `Accountant`), `maps` (each
   mechanism's privacy map), `mechanisms` (measure a marginal, select by the exponential
   mechanism), `exact` and `lattice` (exact samplers), `randomness` (secure and test sources),

@@ -114,7 +114,8 @@ def _value_set(columns: Mapping[str, Column], name: Any, value: Any, where: str)
         raise SpecError(f"{where}: {name!r}: an empty list of values")
     codes = sorted({c for item in items for c in _codes_of(columns[name], item, where)})
     if not codes:
-        raise SpecError(f"{where}: {name!r} {value!r} holds no level of the column")
+        raise SpecError(f"{where}: {name!r} {value!r} matches no level of the column (a rule about values the "
+                        "spec cannot hold): drop the rule or change the condition")
     return codes
 
 

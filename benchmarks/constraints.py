@@ -104,8 +104,8 @@ def _mean_sd(values: list[float], digits: int) -> str:
     return f"{statistics.mean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
 
-def summary(runs: list[dict], real: dict[str, int], n_real: int) -> str:
-    """The markdown table: per epsilon and mode, mean ± sd over seeds."""
+def summary(runs: list[dict], real: dict[str, int], n_real: int, note: str = "") -> str:
+    """The markdown table: per epsilon and mode, mean ± sd over seeds (and ``note`` below it)."""
     names = list(real)
     lines = [
         "# Public rules on adult-raw: violations per 100k synthetic rows, workload error, time",
@@ -128,7 +128,17 @@ def summary(runs: list[dict], real: dict[str, int], n_real: int) -> str:
                       _mean_sd([r["synthetic_error"] for r in rs], 4), _mean_sd([r["aim_seconds"] for r in rs], 1),
                       _mean_sd([r["sample_seconds"] for r in rs], 2)]
             lines.append(f"| {eps:g} | {mode} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    lines += ["", "Paired by seed (same noise seed, with - without the rules):", ""]
+    for eps in sorted({r["epsilon"] for r in runs}):
+        pairs = [(a, b) for a in runs for b in runs if a["epsilon"] == b["epsilon"] == eps and a["seed"] == b["seed"]
+                 and a["rules"] == "with" and b["rules"] == "without"]
+        if pairs:
+            model = [a["model_error"] - b["model_error"] for a, b in pairs]
+            synth = [a["synthetic_error"] - b["synthetic_error"] for a, b in pairs]
+            lower = sum(d < 0 for d in model)
+            lines.append(f"- eps {eps:g}: model error {_mean_sd(model, 4)}, synthetic error {_mean_sd(synth, 4)} "
+                         f"(lower with the rules in {lower} of {len(pairs)} seeds)")
+    return "\n".join(lines + ([""] + [note] if note else [])) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -136,7 +146,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eps", type=float, nargs="+", default=[1.0])
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--out", type=Path, default=RESULTS / "constraints")
+    parser.add_argument("--summarize", action="store_true", help="rewrite summary.md from --out's runs.json")
+    parser.add_argument("--note", default="", help="a paragraph added below the tables (e.g. how busy the machine was)")
     args = parser.parse_args(argv)
+    if args.summarize:
+        saved = json.loads((args.out / "runs.json").read_text())
+        text = summary(saved["runs"], saved["real_violations"], saved["real_rows"], args.note)
+        write_text(args.out / "summary.md", text)
+        print(text)
+        return 0
     raw = load_adult_raw("train")
     real = raw_breaks(raw)
     runs = []
@@ -149,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     write_json(args.out / "runs.json", {"runs": runs, "real_violations": real, "real_rows": len(raw),
                                         "machine": machine_info()})
-    text = summary(runs, real, len(raw))
+    text = summary(runs, real, len(raw), args.note)
     write_text(args.out / "summary.md", text)
     print(text)
     return 0

@@ -134,6 +134,9 @@ def test_rules_survive_save_and_load_and_show_in_the_summary(run, tmp_path):
     assert back.mechanism_config(insecure_seed=4).constraints == tuple(release.constraints)
     text = back.summary()
     assert "public rules: 3" in text and "rule 2: a husband is male" in text
+    from aim.report.html import _rules  # the report's model section lists them too
+
+    assert "3 public rule(s) kept as structural zeros" in _rules(back) and "a husband is male" in _rules(back)
 
 
 def test_aim_constraints_over_codes():

@@ -118,6 +118,8 @@ def test_noisy_measurements_warm_start_and_sampling_keep_the_zeros(data):
     assert violations(model.synthetic_data(100_000, rng=2), zeros).sum() == 0
     free = estimate(DOM, measurements, iters=200)
     assert violations(free.synthetic_data(100_000, rng=2), zeros).sum() > 1000
+    resumed = estimate(DOM, measurements, iters=20, warm_start=model)  # the -inf potentials carry the zeros
+    assert np.all(_model_joint(resumed)[~allowed] == 0.0)
 
 
 def test_zero_table_shape_is_checked(data):

@@ -110,7 +110,8 @@ def summary(runs: list[dict], real: dict[str, int], n_real: int, note: str = "")
     lines = [
         "# Public rules on adult-raw: violations per 100k synthetic rows, workload error, time",
         "",
-        f"`python -m benchmarks.constraints` ({len({r['seed'] for r in runs})} seeds; delta {DELTA:g}; rules: "
+        f"`python -m benchmarks.constraints --eps {' '.join(f'{e:g}' for e in sorted({r['epsilon'] for r in runs}))} "
+        f"--seeds {len({r['seed'] for r in runs})}` (delta {DELTA:g}; 100,000 synthetic rows per run; rules: "
         "`examples/adult-raw-rules.json`; spec: `examples/adult-raw-spec.json`; 2-core machine, one process).",
         f"The real file ({n_real:,} rows) breaks them in {real['any rule']} rows "
         f"({', '.join(f'{k}: {v}' for k, v in real.items() if k != 'any rule')}): the public rules win.",

@@ -32,6 +32,7 @@ from marginals.measurement import Measurement
 from marginals.privacy import Accountant
 from marginals.randomness import SamplingSeed, sampling_rng
 from marginals.spec.discretize import Discretizer
+from marginals.units import PrivacyUnit
 from pgm.model import Model
 
 from . import release_config, views
@@ -95,6 +96,11 @@ class Release:
         """The run's delta: the ledger's, plus what thresholded histograms reserved (``threshold_delta``)."""
         delta = release_config.run_budget(self.config)[1]
         return self.ledger.delta if delta is None else delta
+
+    @property
+    def privacy_unit(self) -> PrivacyUnit | None:
+        """The privacy unit the ledger was priced for (`marginals.units`); None: one row."""
+        return self.ledger.unit
 
     @property
     def total(self) -> float:

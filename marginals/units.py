@@ -38,7 +38,7 @@ import pandas as pd
 from .dataset import DataError, Dataset
 from .randomness import RandomSource
 
-__all__ = ["PrivacyUnit", "bound_dataset", "bound_rows", "check_unit", "unit_ids", "unit_key"]
+__all__ = ["PrivacyUnit", "bound_dataset", "bound_rows", "check_unit", "split_unit", "unit_ids", "unit_key"]
 
 _MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
 
@@ -124,6 +124,18 @@ def unit_ids(values: Any, column: str, rows: int | None = None) -> np.ndarray:
         raise DataError(f"unit column {column!r}: missing unit id(s) (NaN, None or empty); every row needs the id "
                         "of its unit", detail=f"unit column {column!r}: {int(missing.sum())} missing id(s)")
     return series.to_numpy()
+
+
+def split_unit(data: pd.DataFrame, column: str) -> tuple[pd.DataFrame, np.ndarray]:
+    """(``data`` without the unit ``column``, on a positional index; the unit id of every row, checked
+    by `unit_ids`): the unit column never goes further than this."""
+    if not isinstance(data, pd.DataFrame):
+        raise TypeError(f"expected a pandas DataFrame holding the unit column, got {type(data).__name__}")
+    names = [str(c) for c in data.columns]
+    if column not in names:
+        raise ValueError(f"unit column {column!r} is not a column of the data: {names}")
+    data = data.set_axis(names, axis=1).reset_index(drop=True)
+    return data.drop(columns=[column]), unit_ids(data[column], column)
 
 
 def unit_key(source: RandomSource) -> np.ndarray:

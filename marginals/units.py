@@ -40,9 +40,6 @@ from .randomness import RandomSource
 
 __all__ = ["PrivacyUnit", "bound_dataset", "bound_rows", "check_unit", "split_unit", "unit_ids", "unit_key"]
 
-_MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
-
-
 @dataclass(frozen=True)
 class PrivacyUnit:
     """The privacy unit of a release: the rows sharing a value of ``column``, at most ``max_rows`` of them."""
@@ -51,8 +48,7 @@ class PrivacyUnit:
     max_rows: int
 
     def __post_init__(self) -> None:
-        column, max_rows = _checked(self.column, self.max_rows)
-        object.__setattr__(self, "max_rows", max_rows)
+        object.__setattr__(self, "max_rows", _checked(self.column, self.max_rows)[1])
 
     @property
     def sensitivity(self) -> int:

@@ -149,22 +149,24 @@ def _adversarial_pair(rows: int = 6):
 
 @pytest.mark.parametrize("k", [1, 4])
 def test_neighbours_one_whole_unit_moves_each_noisy_count_by_at_most_k(k):
-    """D and D plus one unit of 6 adversarial rows (all in one cell), the same seed: the 1-way
-    measurements (same key, same noise draws) differ by exactly min(6, k) in that cell, the charges
-    do not depend on the rows, and every sigma is k times the row-level run's."""
+    """D and D plus one unit of 6 adversarial rows (all in one cell), the same seed: the 1-way and
+    target-pair measurements (same key, same noise draws) differ by exactly min(6, k) in that cell,
+    the charges do not depend on the rows, and every sigma is k times the row-level run's."""
     (data, ids), (plus, plus_ids) = _adversarial_pair()
-    options = dict(unit="pid", max_rows_per_unit=k, insecure_seed=11, **FAST)
-    runs = [AIM(1.0, 1e-6, **options).run(d, units=u) for d, u in ((data, ids), (plus, plus_ids))]
-    row_level = AIM(1.0, 1e-6, insecure_seed=11, **FAST).run(data)
-    for i, attr in enumerate(DOMAIN.attrs):
+    options = dict(targets=["c"], target_share=0.3, insecure_seed=11, **FAST)  # a given share: no noisy-total rule
+    runs = [AIM(1.0, 1e-6, unit="pid", max_rows_per_unit=k, **options).run(d, units=u)
+            for d, u in ((data, ids), (plus, plus_ids))]
+    row_level = AIM(1.0, 1e-6, **options).run(data)
+    init = len(SIZES) + len(target_pairs(DOMAIN, ["c"]))  # the 1-way and the target-pair measurements
+    for i in range(init):
         m0, m1 = runs[0].measurements[i], runs[1].measurements[i]
-        assert m0.clique == m1.clique == (attr,) and m0.sigma == m1.sigma
+        assert m0.clique == m1.clique and m0.sigma == m1.sigma
         moved = m1.noisy_counts - m0.noisy_counts
         expected = np.zeros_like(moved)
-        expected[SIZES[attr] - 1] = min(6, k)
+        expected[tuple(SIZES[a] - 1 for a in m0.clique)] = min(6, k)
         np.testing.assert_array_equal(moved, expected)  # L1 = L2 = k: the sensitivity charged
         assert m0.sigma == pytest.approx(k * row_level.measurements[i].sigma, rel=1e-6)
-    init = [[(c.label, c.rho, c.params) for c in r.ledger.charges[: len(SIZES)]] for r in runs]
+    init = [[(c.label, c.rho, c.params) for c in r.ledger.charges[:init]] for r in runs]
     assert init[0] == init[1] and all(p["sensitivity"] == k for _, _, p in init[0])
     for r in runs:
         assert r.ledger.spent <= r.ledger.rho * (1 + 1e-9)

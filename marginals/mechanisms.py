@@ -2,7 +2,8 @@
 
 - `gaussian_measure` / `measure_counts`: a noisy count marginal. Neighbouring tables differ by
   adding or removing one row, which changes exactly one cell of a count marginal by 1, so the L2
-  sensitivity is 1. The noise is the exact discrete Gaussian (`marginals.exact`) with the
+  sensitivity is 1 (k when they differ by one privacy unit of up to k rows, `marginals.units`:
+  ``sensitivity=k``, whose cost is k^2 / (2 variance)). The noise is the exact discrete Gaussian (`marginals.exact`) with the
   rational variance `noise_variance(sigma)` >= sigma^2; its zCDP cost 1 / (2 variance) is charged
   (`marginals.maps.GaussianMap`, exactly in rationals, then rounded to a float).
   ``exact=False`` adds float Gaussian noise instead, allowed only on an `InsecureRandom` source
@@ -20,6 +21,8 @@ is `marginals.measurement.Measurement`.
 
 from __future__ import annotations
 
+import math
+import numbers
 from typing import Sequence
 
 import numpy as np
@@ -55,7 +58,7 @@ def measure_counts(
     ``sensitivity``: the L2 sensitivity charged, 1 for one-row neighbours, k when a privacy unit
     may hold k rows (`marginals.units`); ``sigma`` is the noise actually added, whatever it is.
     """
-    if not (isinstance(sensitivity, (int, float)) and sensitivity >= 1 and np.isfinite(sensitivity)):
+    if isinstance(sensitivity, bool) or not (isinstance(sensitivity, numbers.Real) and 1 <= sensitivity < math.inf):
         raise ValueError(f"sensitivity must be a finite number >= 1 (rows per privacy unit), got {sensitivity!r}")
     rng = noise_source(rng)
     clique = tuple(clique)

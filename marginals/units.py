@@ -100,7 +100,9 @@ def _checked(unit: Any, max_rows: Any) -> tuple[str, int]:
 
 def unit_ids(values: Any, column: str, rows: int | None = None) -> np.ndarray:
     """The unit id of every row as an array, after checking there is one per row (``rows``) and
-    none is missing (NaN, None or empty text): a `DataError` naming ``column`` (no count, no row)."""
+    none is missing (NaN, None or empty text): a `DataError` naming ``column`` (no count, no row).
+    Ids are compared as given: read a CSV's unit column as text, so that no id's value depends on
+    what type other rows give the column (7 and "7" are two units)."""
     if isinstance(values, pd.DataFrame):
         if column not in [str(c) for c in values.columns]:
             raise ValueError(f"unit column {column!r} is not a column of the table: {[str(c) for c in values.columns]}")

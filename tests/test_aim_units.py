@@ -354,3 +354,16 @@ def test_cli_synth_unit_needs_a_public_spec_or_a_data_file(files, capsys):
     assert "priced for one row" in capsys.readouterr().err
     assert main(["synth", *base]) == 2  # the shipped data set has no unit column
     assert "--unit needs --data" in capsys.readouterr().err
+
+
+def test_cli_reads_unit_ids_as_text(files):
+    """A codes CSV's unit column is read as text: '007' and '7' stay two units whatever other rows
+    hold (pandas' type inference across rows would merge them only when no row is text)."""
+    from ddssp.cli.app import build_parser
+    from ddssp.cli.synth import load_unit_input
+
+    (files / "ids.csv").write_text("person_id,a,b\n007,0,1\n7,1,0\n007,2,1\n")
+    args = build_parser().parse_args(["synth", "--data", str(files / "ids.csv"), "--domain", str(files / "domain.json"),
+                                      "--unit", "person_id", "--max-rows-per-unit", "1"])
+    data, disc, ids = load_unit_input(args, "person_id")
+    assert list(ids) == ["007", "7", "007"] and disc is None and data.domain.attrs == ("a", "b")

@@ -99,7 +99,7 @@ def load_unit_input(args: argparse.Namespace, column: str) -> tuple[Dataset, Any
         except DataError as exc:
             raise raw_error(args, exc) from None
         return Dataset(codes, disc.domain), disc, ids[codes.index.to_numpy()]
-    frame, ids = split_unit(read_csv_file(args.data), column)
+    frame, ids = split_unit(read_csv_file(args.data, dtype={column: str}), column)  # ids as text, whatever other rows hold
     try:
         return Dataset(frame, Domain.load(args.domain)), None, ids
     except DataError as exc:

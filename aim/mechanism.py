@@ -192,8 +192,8 @@ class AIM:
             )
         check_unweighted(dataset, "AIM.run")  # weighted counts: sensitivity 1 would not hold
         if (units is None) != (self._config.unit is None):
-            raise ValueError(f"AIM.run: units (the id of every row's {self._config.unit!r}) are required with unit= "
-                             "and only with it" if self._config.unit else
+            raise ValueError(f"AIM.run: units are required with unit={self._config.unit!r}: the unit id of every row "
+                             "(an array or Series, or a DataFrame holding the column)" if self._config.unit else
                              "AIM.run: units given, but the AIM has no unit= (the privacy unit is one row)")
         with one_blas_thread():  # the engine's own threads, not BLAS's (pgm.kernels.blas)
             return self._run(dataset, units)

@@ -280,7 +280,7 @@ def test_bad_unit_settings(unit, k, error, match):
 
 def test_bad_units_for_a_run():
     data, ids = table()
-    with pytest.raises(ValueError, match="units .* are required"):
+    with pytest.raises(ValueError, match="units are required with unit='pid'"):
         AIM(1.0, unit="pid", max_rows_per_unit=2, insecure_seed=1).run(data)
     with pytest.raises(ValueError, match="no unit="):
         AIM(1.0, insecure_seed=1).run(data, units=ids)

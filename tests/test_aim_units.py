@@ -367,3 +367,10 @@ def test_cli_reads_unit_ids_as_text(files):
                                       "--unit", "person_id", "--max-rows-per-unit", "1"])
     data, disc, ids = load_unit_input(args, "person_id")
     assert list(ids) == ["007", "7", "007"] and disc is None and data.domain.attrs == ("a", "b")
+
+
+def test_the_default_secure_source_bounds_and_measures_too():
+    data, ids = table()
+    release = AIM(1.0, unit="pid", max_rows_per_unit=2, **FAST).run(data, units=ids)  # no seed: the OS's source
+    assert release.private and release.privacy_unit == PrivacyUnit("pid", 2)
+    assert all(c.params.get("sensitivity", 2) == 2 for c in release.ledger.charges)

@@ -24,7 +24,7 @@ from ddssp.cli import main
 from marginals import Accountant, Dataset, Domain
 from marginals.dataset import DataError
 from marginals.exact import noise_variance
-from marginals.mechanisms import measure_counts
+from marginals.mechanisms import measure_counts, selection_probabilities
 from marginals.randomness import InsecureRandom
 from marginals.units import PrivacyUnit, bound_dataset, bound_rows, check_unit, unit_ids, unit_key
 
@@ -138,6 +138,32 @@ def test_selection_sensitivity_is_k_times_the_weight_and_bounds_the_scores(monke
     sizes = np.array([e.size for e in estimates])
     l1 = [_l1_distances(d.marginals(cliques), estimates, sizes) for d in (data, plus)]
     assert np.all(np.abs(l1[1] - l1[0]) <= 3 + 1e-9)
+
+
+
+def test_the_selection_loss_on_whole_unit_neighbours_is_within_epsilon_at_k_max_w():
+    """Adversarial estimates (one candidate's estimate far below the unit's cell, one far above):
+    adding the unit's k rows moves the two scores by +k w and -k w; at sensitivity k max w the
+    selection's privacy loss stays within eps, at max w (k forgotten) it exceeds it."""
+    k, eps = 3, 1.0
+    data, ids = table()
+    extra = pd.DataFrame([{a: m - 1 for a, m in SIZES.items()}] * 5)
+    plus = Dataset(pd.concat([data.to_df(), extra], ignore_index=True), DOMAIN)
+    unit = PrivacyUnit("pid", k)
+    bounded = [bound_dataset(d, u, unit, InsecureRandom(7, warn=False))
+               for d, u in ((data, ids), (plus, np.r_[ids, np.full(5, -1)]))]
+    cliques = [("a", "b"), ("b", "c")]
+    weights = candidates(DOMAIN, normalize_workload(DOMAIN, [(cliques[0], 2.0), (cliques[1], 0.5)]))
+    w = np.array([weights[c] for c in cliques])
+    estimates = [m.astype(float) for m in bounded[0].marginals(cliques)]
+    for est, clique, shift in zip(estimates, cliques, (-100.0, 100.0)):
+        est[tuple(SIZES[a] - 1 for a in clique)] += shift
+    sizes = np.array([e.size for e in estimates])
+    scores = [w * (_l1_distances(d.marginals(cliques), estimates, sizes) - 0.5 * sizes) for d in bounded]
+    np.testing.assert_allclose(scores[1] - scores[0], [k * w[0], -k * w[1]])
+    loss = [np.max(np.abs(np.log(selection_probabilities(scores[0], eps, s) / selection_probabilities(scores[1], eps, s))))
+            for s in (k * w.max(), w.max())]
+    assert loss[0] <= eps + 1e-9 < loss[1]
 
 
 def _adversarial_pair(rows: int = 6):

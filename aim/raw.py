@@ -29,6 +29,8 @@ import pandas as pd
 from marginals.spec.discretize import Discretizer
 from marginals.privacy import BUDGET_RTOL, Accountant, cdp_eps, cdp_rho, check_delta
 from marginals.randomness import check_seed
+from marginals.dataset import Dataset
+from marginals.units import check_unit, split_unit
 from marginals.spec.infer import infer_spec
 from marginals.spec.public import DEFAULT_BINS, draft_spec, spec_gaps
 
@@ -95,7 +97,8 @@ def _rule_options(disc: Discretizer, aim_options: dict) -> dict:
 def synthesize(data: pd.DataFrame, epsilon: float, delta: float = 1e-9, *, spec: Any = None, schema: Any = None,
                spec_share: float = SPEC_SHARE, bins: int = DEFAULT_BINS, rows: int | None = None,
                numeric: str = "uniform", insecure_seed: int | None = None, sample_seed: Any = None,
-               show_private_values: bool = False, rules: Any = None, **aim_options) -> tuple[Release, pd.DataFrame]:
+               show_private_values: bool = False, rules: Any = None, unit: str | None = None,
+               max_rows_per_unit: int | None = None, **aim_options) -> tuple[Release, pd.DataFrame]:
     """Run AIM on a raw DataFrame and return (release, readable synthetic rows).
 
     ``spec``: a public spec (dict, path or `Discretizer`); otherwise ``schema`` (public; default the
@@ -108,7 +111,8 @@ def synthesize(data: pd.DataFrame, epsilon: float, delta: float = 1e-9, *, spec:
     dtype pandas gave the column (`marginals.cell_keys`; read CSVs with
     ``marginals.dataset.read_csv_file(path, text=True)`` to keep ids above 2^53 exact). A spec rule
     that fails raises before any budget is spent, naming the column and the rule (values and counts
-    only with ``show_private_values``, for the data holder).
+    only with ``show_private_values``, for the data holder). ``unit`` / ``max_rows_per_unit``:
+    person-level privacy (a column of ``data`` and k; see the module docstring).
     """
     if not isinstance(data, pd.DataFrame):
         raise TypeError(f"synthesize expects a pandas DataFrame of raw values, got {type(data).__name__}")
@@ -120,6 +124,10 @@ def synthesize(data: pd.DataFrame, epsilon: float, delta: float = 1e-9, *, spec:
         raise ValueError("give spec (complete and public) or schema (completed under DP), not both")
     if isinstance(schema, Mapping) and "rules" in schema:  # applied once the spec is complete
         schema, rules = {k: v for k, v in schema.items() if k != "rules"}, list(schema["rules"]) + list(rules or [])
+    privacy_unit = check_unit(unit, max_rows_per_unit)
+    units = None
+    if privacy_unit is not None:
+        data, units = split_unit(data, privacy_unit.column)
     partial = None if spec is not None else draft_spec(schema if schema is not None else
                                                        [str(c) for c in data.columns], bins)
     if aim_options.get("targets") is not None:
@@ -127,10 +135,16 @@ def synthesize(data: pd.DataFrame, epsilon: float, delta: float = 1e-9, *, spec:
     if spec is not None or not any(spec_gaps(partial).values()):
         disc = with_rules(_public_spec(spec if spec is not None else partial), rules)
         disc = disc.with_exclusions()  # its "drop" rules, stated
-        coded = disc.transform(data.set_axis([str(c) for c in data.columns], axis=1), extra="drop",
-                               show_private_values=show_private_values)
-        release = AIM(epsilon, delta, insecure_seed=insecure_seed, **_rule_options(disc, aim_options)).run(coded)
-        release = release.with_spec(disc)
+        if privacy_unit is not None and privacy_unit.column in disc.domain:
+            raise ValueError(f"the unit column {privacy_unit.column!r} is a column of the spec: it would be released")
+        codes = disc.transform_df(data.set_axis([str(c) for c in data.columns], axis=1), extra="drop",
+                                  show_private_values=show_private_values)
+        unit_options = {} if privacy_unit is None else {"unit": unit, "max_rows_per_unit": max_rows_per_unit}
+        release = AIM(epsilon, delta, insecure_seed=insecure_seed, **unit_options, **_rule_options(disc, aim_options)).run(
+            Dataset(codes, disc.domain), units=None if units is None else units[codes.index.to_numpy()]).with_spec(disc)
+    elif privacy_unit is not None:
+        raise ValueError("person-level privacy (a unit) needs a public spec, or a schema that leaves nothing to "
+                         "infer: the DP spec inference is priced for one row; give the categories and bounds")
     else:
         release = _synthesize_inferred(data, epsilon, delta, partial, spec_share, bins, insecure_seed, aim_options,
                                        show_private_values, rules)

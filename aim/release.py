@@ -32,6 +32,7 @@ from marginals.measurement import Measurement
 from marginals.privacy import Accountant
 from marginals.randomness import SamplingSeed, sampling_rng
 from marginals.spec.discretize import Discretizer
+from marginals.units import PrivacyUnit
 from pgm.model import Model
 
 from . import release_config, views
@@ -101,6 +102,11 @@ class Release:
         """The public rules (over codes, `marginals.rules`) whose forbidden cells the model gives
         probability 0 ([] when the run had none)."""
         return views.release_rules(self)
+
+    @property
+    def privacy_unit(self) -> PrivacyUnit | None:
+        """The privacy unit the ledger was priced for (`marginals.units`); None: one row."""
+        return self.ledger.unit
 
     @property
     def total(self) -> float:

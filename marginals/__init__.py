@@ -9,7 +9,8 @@ ddssp build on it). Its modules, grouped:
   mechanism), `exact` and `lattice` (exact samplers), `randomness` (secure and test sources),
   `gdp` (mu-GDP conversions);
 - the data tables: `dataset` (validated codes), `tables` (contingency tables), `distributed`
-  (dask), `source` (the `MarginalSource` contract), `datasets` (the shipped Adult table);
+  (dask), `source` (the `MarginalSource` contract), `datasets` (the shipped Adult table),
+  `units` (person-level privacy: the privacy unit and the bound on its rows);
 - the spec subsystem, `marginals/spec/`: discretization specs, public drafts or completed from
   the rows under DP.
 
@@ -28,6 +29,7 @@ from .source import MarginalSource, MeasuredSource, ModelSource, RowSource, as_m
 from .randomness import InsecureRandom, InsecureSeedWarning, RandomSource, SecureRandom, noise_source, sampling_rng
 from .spec.infer import SpecInferenceWarning, infer_spec
 from .spec.public import draft_spec, spec_gaps
+from .units import PrivacyUnit
 
 __all__ = [
     "Accountant",
@@ -47,6 +49,7 @@ __all__ = [
     "Measurement",
     "MeasuredSource",
     "ModelSource",
+    "PrivacyUnit",
     "RandomSource",
     "RowSource",
     "SecureRandom",

@@ -40,7 +40,6 @@ from marginals.domain import Domain, code_dtype
 from marginals.randomness import SamplingSeed, sampling_rng
 
 from .junction_tree import _interaction_graph
-from .model import Model
 from .sampling import sample_in_order, sample_rows
 
 
@@ -82,7 +81,7 @@ def _check_weights(domain: Domain, weights: Mapping[str, np.ndarray]) -> dict[st
     return out
 
 
-def _times_weights(model: Model, attr: str, weights: np.ndarray, total: float) -> Model:
+def _times_weights(model: "Model", attr: str, weights: np.ndarray, total: float) -> "Model":
     """``model`` with log(weights) on ``attr`` added to its smallest potential clique holding it (a
     new clique ``(attr,)`` when none does), total ``total``, on the same junction tree."""
     cliques = list(model.cliques)
@@ -97,10 +96,10 @@ def _times_weights(model: Model, attr: str, weights: np.ndarray, total: float) -
     else:
         cliques.append((attr,))
         potentials.append(log_w)
-    return Model(model.domain, cliques, potentials, total, tree=model.tree)
+    return type(model)(model.domain, cliques, potentials, total, tree=model.tree)  # (pgm.model imports this module)
 
 
-def condition(model: Model, weights: Mapping[str, np.ndarray]) -> tuple[Model, float]:
+def condition(model: "Model", weights: Mapping[str, np.ndarray]) -> tuple["Model", float]:
     """(the model conditioned on the evidence ``weights`` — per attribute, one weight in [0, 1] per
     level — with total ``model.total * p(e)``, and p(e)); `ZeroProbabilityError` when p(e) = 0."""
     weights = _check_weights(model.domain, weights)
@@ -118,14 +117,14 @@ def condition(model: Model, weights: Mapping[str, np.ndarray]) -> tuple[Model, f
     return current, prob
 
 
-def sample_given(model: Model, n: int | None, given: Mapping[str, Any], rng: SamplingSeed = None) -> pd.DataFrame:
+def sample_given(model: "Model", n: int | None, given: Mapping[str, Any], rng: SamplingSeed = None) -> pd.DataFrame:
     """``n`` rows (default: round(total * p(given))) of ``model`` conditioned on ``given`` (codes, as
     `code_weights`), drawn by the ordinary sampler from the conditioned model."""
     conditioned, _ = condition(model, code_weights(model.domain, given))
     return sample_rows(conditioned, n, rng)
 
 
-def pinned_order(model: Model, given: tuple[str, ...]) -> list[tuple[str, tuple[str, ...]]]:
+def pinned_order(model: "Model", given: tuple[str, ...]) -> list[tuple[str, tuple[str, ...]]]:
     """(attribute, parents) for the attributes not in ``given``, in sampling order: the reverse of a
     greedy (fewest cells) elimination of them before ``given``; parents in domain order."""
     domain = model.domain
@@ -172,7 +171,7 @@ def _given_codes(domain: Domain, given: pd.DataFrame) -> tuple[list[str], np.nda
     return attrs, codes, known
 
 
-def impossible_rows(model: Model, columns: Mapping[str, np.ndarray]) -> np.ndarray:
+def impossible_rows(model: "Model", columns: Mapping[str, np.ndarray]) -> np.ndarray:
     """Which complete rows (codes of every attribute) have probability zero: a -inf potential."""
     n = len(next(iter(columns.values())))
     bad = np.zeros(n, dtype=bool)
@@ -183,7 +182,7 @@ def impossible_rows(model: Model, columns: Mapping[str, np.ndarray]) -> np.ndarr
     return bad
 
 
-def impute(model: Model, given: pd.DataFrame, rng: SamplingSeed = None) -> pd.DataFrame:
+def impute(model: "Model", given: pd.DataFrame, rng: SamplingSeed = None) -> pd.DataFrame:
     """One row per row of ``given`` (codes; NaN marks a cell to draw; absent columns are drawn):
     its given cells kept, the others drawn from ``model`` conditioned on them (module docstring).
     Codes in domain order, ``given``'s index; `ZeroProbabilityError` for impossible evidence."""

@@ -40,6 +40,7 @@ from marginals.domain import Domain, code_dtype
 from marginals.randomness import SamplingSeed, sampling_rng
 
 from .junction_tree import _interaction_graph
+from .row_evidence import reduced_tree, sample_rows_given
 from .sampling import sample_in_order, sample_rows
 
 
@@ -182,15 +183,52 @@ def impossible_rows(model: "Model", columns: Mapping[str, np.ndarray]) -> np.nda
     return bad
 
 
-def impute(model: "Model", given: pd.DataFrame, rng: SamplingSeed = None) -> pd.DataFrame:
+def _pattern_method(model: "Model", pinned: tuple[str, ...], n: int) -> tuple[str, Any]:
+    """("pinned", sampling order) or ("rows", reduced tree) for ``n`` rows giving ``pinned``: whichever
+    touches fewer cells (the pinned order's tables, against rows x the reduced tree's cells)."""
+    order = pinned_order(model, pinned)
+    sizes = dict(zip(model.domain.attrs, model.domain.shape))
+    table_cells = sum(math.prod(sizes[a] for a in (x,) + parents) for x, parents in order)
+    tree = reduced_tree(model, pinned)
+    row_cells = 0 if tree is None else tree.size_cells
+    if table_cells + n * len(order) <= ROWS_COST * n * row_cells:
+        return "pinned", order
+    return "rows", tree
+
+
+#: the per-cell cost of the per-row algorithm against the pinned order's table cells (measured:
+#: benchmarks/results/conditional_sampling)
+ROWS_COST = 4
+
+
+def _draw_pattern(model: "Model", fixed: dict[str, np.ndarray], rng: np.random.Generator,
+                  method: str) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
+    """Codes of every attribute for rows giving ``fixed``; the rows found impossible (None: check later)."""
+    pinned = tuple(fixed)
+    n = len(next(iter(fixed.values())))
+    chosen, plan = _pattern_method(model, pinned, n) if method == "auto" else (method, None)
+    if chosen == "rows":
+        tree = plan if method == "auto" else reduced_tree(model, pinned)
+        drawn, bad = sample_rows_given(model, tree, fixed, rng)
+        return {**fixed, **drawn}, bad
+    order = plan if method == "auto" else pinned_order(model, pinned)
+    block = sample_in_order(model, fixed, order, rng)
+    return {a: block[a].to_numpy() for a in model.domain.attrs}, None
+
+
+def impute(model: "Model", given: pd.DataFrame, rng: SamplingSeed = None, method: str = "auto") -> pd.DataFrame:
     """One row per row of ``given`` (codes; NaN marks a cell to draw; absent columns are drawn):
     its given cells kept, the others drawn from ``model`` conditioned on them (module docstring).
-    Codes in domain order, ``given``'s index; `ZeroProbabilityError` for impossible evidence."""
+    Codes in domain order, ``given``'s index; `ZeroProbabilityError` for impossible evidence.
+    ``method`` ("auto", "pinned", "rows") is for tests and benchmarks."""
+    if method not in ("auto", "pinned", "rows"):
+        raise ValueError(f"method must be 'auto', 'pinned' or 'rows', got {method!r}")
     rng = sampling_rng(rng, "rng")
     domain = model.domain
     attrs, codes, known = _given_codes(domain, given)
     n = len(given)
     out = {a: np.zeros(n, dtype=code_dtype(domain[a])) for a in domain.attrs}
+    bad = np.zeros(n, dtype=bool)
     patterns, which = np.unique(known, axis=0, return_inverse=True) if n else (np.zeros((0, len(attrs)), bool), [])
     which = np.asarray(which).ravel()
     for p, pattern in enumerate(patterns):
@@ -198,12 +236,13 @@ def impute(model: "Model", given: pd.DataFrame, rng: SamplingSeed = None) -> pd.
         pinned = tuple(a for a, k in zip(attrs, pattern) if k)
         if pinned:
             fixed = {a: codes[rows, attrs.index(a)].astype(out[a].dtype) for a in pinned}
-            block = sample_in_order(model, fixed, pinned_order(model, pinned), rng)
+            block, impossible = _draw_pattern(model, fixed, rng, method)
         else:
-            block = sample_rows(model, len(rows), rng)
+            frame, impossible = sample_rows(model, len(rows), rng), np.zeros(len(rows), dtype=bool)
+            block = {a: frame[a].to_numpy() for a in domain.attrs}
         for a in domain.attrs:
-            out[a][rows] = block[a].to_numpy()
-    bad = impossible_rows(model, out) if n else np.zeros(0, dtype=bool)
+            out[a][rows] = block[a]
+        bad[rows] = impossible_rows(model, block) if impossible is None else impossible
     if bad.any():
         raise ZeroProbabilityError(f"given: {int(bad.sum())} row(s) hold evidence of probability zero under the "
                                    f"model (the first: index {given.index[np.argmax(bad)]!r})")

@@ -114,7 +114,9 @@ def test_conditional_rows_are_deterministic_given_the_seed(model):
     given = {"a": [0, 2]}
     pd.testing.assert_frame_equal(model.synthetic_data(500, 3, given=given), model.synthetic_data(500, 3, given=given))
     frame = pd.DataFrame({"a": [0, np.nan, 2] * 50, "d": [np.nan, 1, 2] * 50})
-    pd.testing.assert_frame_equal(impute(model, frame, 9), impute(model, frame, np.random.default_rng(9)))
+    for method in ("pinned", "rows"):
+        pd.testing.assert_frame_equal(impute(model, frame, 9, method=method),
+                                      impute(model, frame, np.random.default_rng(9), method=method))
 
 
 def test_sampling_without_evidence_is_unchanged(random_model):
@@ -170,12 +172,13 @@ def _lift(local: np.ndarray, parents: list[str], before: list[str], attr: str) -
     return np.broadcast_to(arr.reshape(shape + [DOM[attr]]), tuple(DOM[a] for a in before) + (DOM[attr],))
 
 
-def test_dataframe_evidence_keeps_given_cells_and_follows_each_rows_conditional(model):
+@pytest.mark.parametrize("method", ["pinned", "rows", "auto"])
+def test_dataframe_evidence_keeps_given_cells_and_follows_each_rows_conditional(model, method):
     patterns = [({"a": 1, "d": 2}, 30_000), ({"c": 3}, 30_000), ({"b": 0, "e": 1, "a": 0}, 30_000), ({}, 20_000)]
     parts = [pd.DataFrame({a: [float(v)] * n for a, v in ev.items()}, index=range(n)) for ev, n in patterns]
     frame = pd.concat(parts, ignore_index=True)[["a", "b", "c", "d", "e"][:5]].reindex(columns=["e", "a", "d", "c", "b"])
     frame.index = frame.index * 3 + 1  # any index: kept
-    rows = impute(model, frame, 4)
+    rows = impute(model, frame, 4, method=method)
     assert list(rows.columns) == list(DOM.attrs) and rows.index.equals(frame.index)
     known = frame.notna()
     for a in frame.columns:
@@ -188,7 +191,8 @@ def test_dataframe_evidence_keeps_given_cells_and_follows_each_rows_conditional(
         assert chi2_pvalue(counts_over(block, DOM.attrs), masked / masked.sum()) > 1e-3, ev
 
 
-def test_dataframe_evidence_is_vectorised(model):
+@pytest.mark.parametrize("method", ["pinned", "rows"])
+def test_dataframe_evidence_is_vectorised(model, method):
     """100k rows of mixed evidence in one call: the patterns, not the rows, are looped over."""
     rng = np.random.default_rng(0)
     frame = pd.DataFrame({a: rng.integers(0, DOM[a], 100_000).astype(float) for a in DOM.attrs})
@@ -196,12 +200,13 @@ def test_dataframe_evidence_is_vectorised(model):
     import time
 
     start = time.perf_counter()
-    rows = impute(model, frame, 1)
+    rows = impute(model, frame, 1, method=method)
     assert time.perf_counter() - start < 10
     assert rows.notna().all().all() and (rows[frame.notna()] == frame[frame.notna()]).sum().sum() == frame.notna().sum().sum()
 
 
-def test_zero_probability_evidence_is_an_error(zero_model):
+@pytest.mark.parametrize("method", ["pinned", "rows"])
+def test_zero_probability_evidence_is_an_error(zero_model, method):
     p = joint(zero_model)
     impossible = [ev for ev in ({"a": i, "c": j, "e": k} for i in range(3) for j in range(4) for k in range(2))
                   if (p * mask_of(code_weights(DOM, ev))).sum() == 0]
@@ -212,8 +217,8 @@ def test_zero_probability_evidence_is_an_error(zero_model):
         zero_model.synthetic_data(10, 0, given=impossible[0])
     frame = pd.DataFrame([possible[0]] * 5 + [impossible[0]] + [possible[-1]] * 5, dtype=float)
     with pytest.raises(ZeroProbabilityError, match=r"1 row\(s\).*index 5"):
-        impute(zero_model, frame, 0)
-    rows = impute(zero_model, frame.drop(index=5), 0)  # the possible rows alone are fine
+        impute(zero_model, frame, 0, method=method)
+    rows = impute(zero_model, frame.drop(index=5), 0, method=method)  # the possible rows alone are fine
     assert len(rows) == 10
 
 

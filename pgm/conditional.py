@@ -40,7 +40,7 @@ from marginals.domain import Domain, code_dtype
 from marginals.randomness import SamplingSeed, sampling_rng
 
 from .junction_tree import _interaction_graph
-from .row_evidence import reduced_tree, sample_rows_given
+from .row_evidence import reduced_tree, sample_rows_given, unique_rows
 from .sampling import sample_in_order, sample_rows
 
 
@@ -183,30 +183,35 @@ def impossible_rows(model: "Model", columns: Mapping[str, np.ndarray]) -> np.nda
     return bad
 
 
-def _pattern_method(model: "Model", pinned: tuple[str, ...], n: int) -> tuple[str, Any]:
-    """("pinned", sampling order) or ("rows", reduced tree) for ``n`` rows giving ``pinned``: whichever
-    touches fewer cells (the pinned order's tables, against rows x the reduced tree's cells)."""
+def _pattern_method(model: "Model", fixed: Mapping[str, np.ndarray]) -> tuple[str, Any]:
+    """("pinned", sampling order) or ("rows", reduced tree) for rows giving ``fixed``: whichever
+    touches fewer cells, the pinned order's tables or distinct evidence x the reduced tree's cells
+    (at `ROWS_COST` the cell, measured); never pinned tables above `PINNED_MAX_CELLS` (the model's
+    query cache keeps them)."""
+    pinned = tuple(fixed)
     order = pinned_order(model, pinned)
     sizes = dict(zip(model.domain.attrs, model.domain.shape))
     table_cells = sum(math.prod(sizes[a] for a in (x,) + parents) for x, parents in order)
     tree = reduced_tree(model, pinned)
-    row_cells = 0 if tree is None else tree.size_cells
-    if table_cells + n * len(order) <= ROWS_COST * n * row_cells:
+    distinct = len(unique_rows([np.asarray(v, dtype=np.int64) for v in fixed.values()], [sizes[a] for a in pinned])[0])
+    row_cells = distinct * (0 if tree is None else tree.size_cells)
+    if table_cells <= PINNED_MAX_CELLS and table_cells <= ROWS_COST * row_cells:
         return "pinned", order
     return "rows", tree
 
 
-#: the per-cell cost of the per-row algorithm against the pinned order's table cells (measured:
-#: benchmarks/results/conditional_sampling)
-ROWS_COST = 4
+#: time per cell of the per-row algorithm against the pinned order's, per table cell (adult and
+#: acs-employment at eps 1, 100k rows giving half the columns: benchmarks/results/conditional_sampling)
+ROWS_COST = 1 / 3
+#: the largest pinned-order tables (cells, summed) worth building for one group of rows
+PINNED_MAX_CELLS = 1 << 23
 
 
 def _draw_pattern(model: "Model", fixed: dict[str, np.ndarray], rng: np.random.Generator,
                   method: str) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
     """Codes of every attribute for rows giving ``fixed``; the rows found impossible (None: check later)."""
     pinned = tuple(fixed)
-    n = len(next(iter(fixed.values())))
-    chosen, plan = _pattern_method(model, pinned, n) if method == "auto" else (method, None)
+    chosen, plan = _pattern_method(model, fixed) if method == "auto" else (method, None)
     if chosen == "rows":
         tree = plan if method == "auto" else reduced_tree(model, pinned)
         drawn, bad = sample_rows_given(model, tree, fixed, rng)
@@ -229,11 +234,12 @@ def impute(model: "Model", given: pd.DataFrame, rng: SamplingSeed = None, method
     n = len(given)
     out = {a: np.zeros(n, dtype=code_dtype(domain[a])) for a in domain.attrs}
     bad = np.zeros(n, dtype=bool)
-    patterns, which = np.unique(known, axis=0, return_inverse=True) if n else (np.zeros((0, len(attrs)), bool), [])
-    which = np.asarray(which).ravel()
+    patterns, which = unique_rows(list(known.T), [2] * len(attrs)) if n and attrs else (np.ones((1, 0), bool), np.zeros(n, int))
     for p, pattern in enumerate(patterns):
         rows = np.flatnonzero(which == p)
         pinned = tuple(a for a, k in zip(attrs, pattern) if k)
+        if not len(rows):
+            continue
         if pinned:
             fixed = {a: codes[rows, attrs.index(a)].astype(out[a].dtype) for a in pinned}
             block, impossible = _draw_pattern(model, fixed, rng, method)

@@ -23,6 +23,10 @@ Two kinds of evidence, two exact algorithms:
   each row is an exact draw of p(rest | its evidence). A row whose evidence has probability zero
   is found afterwards: every completion of it has a -inf potential (the model is exp of the
   summed potentials, positive wherever they are finite), and it is an error.
+  The pinned order's tables hold the given attributes as axes and can grow large (adult, half the
+  columns given: 30M cells); the other exact way, `pgm.row_evidence`, slices the potentials at each
+  distinct evidence and samples on the junction tree of the remaining attributes. Each group of
+  rows takes the one that touches fewer cells (`_pattern_method`, weighed by measured speed).
 
 Randomness follows the sampler convention (`marginals.randomness.sampling_rng`): a Generator, an
 int seed (reproducible rows) or None.

@@ -21,7 +21,8 @@ Without a spec (or ``decode=False``) the evidence is codes (`pgm.conditional.cod
 ``given`` as a DataFrame: one row per given row; NaN (or None, blank, a missing marker) marks
 a cell to draw, so the missing level itself cannot be given this way. Categorical cells come
 back as their category, numeric ones as the number given (binned to condition the model,
-clipped into the end bins as the spec's transform clips them). Unknown columns and values are
+clipped into the end bins as the spec's transform clips them; with ``numeric="interval"`` as
+their bin's label, like every other numeric cell). Unknown columns and values are
 errors naming the column.
 """
 

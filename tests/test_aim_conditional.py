@@ -109,6 +109,18 @@ def test_dataframe_evidence_in_readable_values(release):
     assert len(release.synthetic_codes(None, 4, given=pd.DataFrame({"age": [1, np.nan]}))) == 2
 
 
+def test_synthetic_rows_with_blanks_come_back_completed(release):
+    rows = release.synthetic_data(300, 8)
+    given = rows.copy()
+    given.loc[::3, "job"] = np.nan
+    given.loc[1::3, "age"] = pd.NA
+    filled = release.synthetic_data(None, 9, given=given)
+    assert filled.notna().all().all() and list(filled.dtypes) == list(rows.dtypes)
+    for col in rows.columns:
+        known = given[col].notna().to_numpy()
+        np.testing.assert_array_equal(filled[col].to_numpy()[known], rows[col].to_numpy()[known])
+
+
 def test_codes_without_a_spec(release):
     coded = type(release)(domain=release.domain, measurements=release.measurements, model=release.model,
                           ledger=release.ledger, rounds=release.rounds, config=release.config, private=False)

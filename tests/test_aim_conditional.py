@@ -65,6 +65,8 @@ def test_dict_evidence_in_readable_values(release):
     rows = release.synthetic_data(20_000, 1, given={"sex": "F", "age": (30, 40), "job": ["a", "<other>"]})
     assert set(rows["sex"]) == {"Female"} and set(rows["job"]) <= {"a", "<other>"}
     assert rows["age"].between(30, 40).all() and set(rows["age"]) == set(range(30, 41))
+    # all in the bin [30, 45): the values are its integers inside the range, equally likely
+    assert stats.chisquare(rows["age"].value_counts().reindex(range(30, 41)).to_numpy()).pvalue > 1e-3
     weights, _ = readable_weights(release.discretizer, {"sex": "F", "age": (30, 40), "job": ["a", "<other>"]})
     p = conditional_joint(release, weights)
     codes = release.discretizer.transform_df(rows)
@@ -83,6 +85,16 @@ def test_the_expected_count_is_the_default_n(release):
     rows = release.synthetic_data(None, 2, given={"sex": "Male", "income": (25, 75)})
     assert len(rows) == round(release.total * masked.sum())
     assert rows["income"].between(25, 75).all()
+
+
+def test_continuous_ranges_keep_values_inside(release):
+    rows = release.synthetic_data(20_000, 5, given={"income": (10, 30)})
+    income = rows["income"].to_numpy()
+    assert income.min() >= 10 and income.max() <= 30
+    low = income[income < 25]  # the bin [0, 25) cut to [10, 25): uniform there
+    assert stats.kstest(low, stats.uniform(10, 15).cdf).pvalue > 1e-3
+    high = income[income >= 25]
+    assert stats.kstest(high, stats.uniform(25, 5).cdf).pvalue > 1e-3
 
 
 def test_single_numbers_and_decodings(release):

@@ -211,8 +211,31 @@ ROWS_COST = 1 / 3
 PINNED_MAX_CELLS = 1 << 23
 
 
-def _draw_pattern(model: "Model", fixed: dict[str, np.ndarray], rng: np.random.Generator,
-                  method: str) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
+class _QueryCache:
+    """Copies of the model sharing its calibrated beliefs, for the pinned groups' table queries: the
+    groups of one call share the queries' cache (similar groups share work), and a copy is let go
+    once the tables asked of it pass `CACHE_CELLS` (the caller's model keeps none of them)."""
+
+    def __init__(self, model: "Model") -> None:
+        self.base, self.copy, self.cells = model, None, 0
+
+    def model(self, order: list[tuple[str, tuple[str, ...]]]) -> "Model":
+        sizes = dict(zip(self.base.domain.attrs, self.base.domain.shape))
+        cells = sum(math.prod(sizes[a] for a in (x,) + parents) for x, parents in order)
+        if self.copy is None or self.cells + cells > CACHE_CELLS:
+            base = self.base
+            self.copy, self.cells = type(base)(base.domain, base.cliques, [f.values for f in base.potentials.values()],
+                                               base.total, tree=base.tree, beliefs=base.beliefs), 0
+        self.cells += cells
+        return self.copy
+
+
+#: the table cells one copy of the model answers before it is let go with its cache
+CACHE_CELLS = 1 << 24
+
+
+def _draw_pattern(model: "Model", fixed: dict[str, np.ndarray], rng: np.random.Generator, method: str,
+                  cache: _QueryCache) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
     """Codes of every attribute for rows giving ``fixed``; the rows found impossible (None: check later)."""
     pinned = tuple(fixed)
     chosen, plan = _pattern_method(model, fixed) if method == "auto" else (method, None)
@@ -221,7 +244,7 @@ def _draw_pattern(model: "Model", fixed: dict[str, np.ndarray], rng: np.random.G
         drawn, bad = sample_rows_given(model, tree, fixed, rng)
         return {**fixed, **drawn}, bad
     order = plan if method == "auto" else pinned_order(model, pinned)
-    block = sample_in_order(model, fixed, order, rng)
+    block = sample_in_order(cache.model(order), fixed, order, rng)
     return {a: block[a].to_numpy() for a in model.domain.attrs}, None
 
 
@@ -237,7 +260,7 @@ def impute(model: "Model", given: pd.DataFrame, rng: SamplingSeed = None, method
     attrs, codes, known = _given_codes(domain, given)
     n = len(given)
     out = {a: np.zeros(n, dtype=code_dtype(domain[a])) for a in domain.attrs}
-    bad = np.zeros(n, dtype=bool)
+    bad, cache = np.zeros(n, dtype=bool), _QueryCache(model)
     patterns, which = unique_rows(list(known.T), [2] * len(attrs)) if n and attrs else (np.ones((1, 0), bool), np.zeros(n, int))
     for p, pattern in enumerate(patterns):
         rows = np.flatnonzero(which == p)
@@ -246,7 +269,7 @@ def impute(model: "Model", given: pd.DataFrame, rng: SamplingSeed = None, method
             continue
         if pinned:
             fixed = {a: codes[rows, attrs.index(a)].astype(out[a].dtype) for a in pinned}
-            block, impossible = _draw_pattern(model, fixed, rng, method)
+            block, impossible = _draw_pattern(model, fixed, rng, method, cache)
         else:
             frame, impossible = sample_rows(model, len(rows), rng), np.zeros(len(rows), dtype=bool)
             block = {a: frame[a].to_numpy() for a in domain.attrs}

@@ -111,7 +111,8 @@ def condition(model: "Model", weights: Mapping[str, np.ndarray]) -> tuple["Model
     current, prob = model, 1.0
     for k, (attr, w) in enumerate(weights.items()):
         marginal = current.project([attr]).values
-        share = float(marginal @ w / marginal.sum()) if current.total > 0 else 0.0
+        mass = marginal.sum()
+        share = float(marginal @ w / mass) if mass > 0 else 0.0
         if not share > 0:
             before = f" once {list(weights)[:k]} are given" if k else ""
             raise ZeroProbabilityError(f"the evidence on {attr!r}{before} has probability zero under the model: "

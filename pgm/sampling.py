@@ -25,6 +25,9 @@ exact float points) instead of searching every row's point among the cells. Grou
 the smallest unsigned dtype, so the stable sort of the permuted labels is numpy's radix sort.
 A seed gives exactly the rows (and leaves the generator in the state) of the plain
 column-by-column algorithm, whatever the thread count (the tests hold a plain copy of it).
+
+`sample_in_order` runs the same machinery in another order with some columns given (pinned, not
+drawn, rows not shuffled): `pgm.conditional` uses it for rows conditioned on their own values.
 """
 
 from __future__ import annotations

@@ -61,6 +61,20 @@ def test_ranges_weight_each_bin_by_its_share_inside():
     np.testing.assert_allclose(range_weights(dens.column("h"), 5, 20), [1.5 / 4, 0])
 
 
+def test_values_in_a_cut_bin_follow_the_density_inside_the_range():
+    from aim.evidence import apply_limits
+
+    dens = Discretizer({"columns": {"h": {"type": "numeric", "edges": [0, 40, 80],
+                                          "density": [[0, 10, 1], [10, 40, 3], [40, 80, 1]]}}})
+    codes = pd.DataFrame({"h": np.zeros(30_000, dtype=np.uint8)})
+    out = apply_limits(dens, pd.DataFrame({"h": np.zeros(30_000)}), codes, {"h": ("range", 5.0, 20.0)}, "uniform",
+                       np.random.default_rng(0))
+    h = out["h"].to_numpy()
+    assert h.min() >= 5 and h.max() <= 20
+    share = (h < 10).mean()  # [5, 10] holds 0.5 of the density's weight, [10, 20] holds 1
+    assert abs(share - 1 / 3) < 4 * np.sqrt(1 / 3 * 2 / 3 / len(h))
+
+
 def test_dict_evidence_in_readable_values(release):
     rows = release.synthetic_data(20_000, 1, given={"sex": "F", "age": (30, 40), "job": ["a", "<other>"]})
     assert set(rows["sex"]) == {"Female"} and set(rows["job"]) <= {"a", "<other>"}

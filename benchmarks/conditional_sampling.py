@@ -205,6 +205,13 @@ def report(result: dict) -> str:
             lines.append(f"| {name} | {what} | {f['patterns']} | {f['distinct_evidence']:,} | {f['seconds_auto']:.2f} | "
                          f"{f.get('seconds_pinned', float('nan')):.2f} | {f.get('seconds_rows', float('nan')):.2f} | "
                          f"{f['given_cells_kept']} | {_acc(f['accuracy'])} |")
+    lines += ["", "Reading: the conditioned model's 1-way marginals agree with a second exact route to ~1e-15; "
+              "the sampled rows' 1-way TV is ~0 under dict evidence because the sampler's systematic sampling "
+              "gives every category floor or ceil of its expected count, and their 2-way TV is below an i.i.d. "
+              "sample's. Imputed tables follow the model's joint (the given rows were drawn from it). The "
+              "automatic choice takes the per-row algorithm on adult (the pinned order's tables hold 30M cells) "
+              "and the pinned order on acs-employment (1M cells); with scattered blanks each pattern of given "
+              "columns is its own group, so the time grows with the patterns."]
     return "\n".join(lines) + "\n"
 
 

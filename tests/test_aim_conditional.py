@@ -185,3 +185,12 @@ def test_impossible_readable_evidence_is_an_error(release):
         release.synthetic_data(None, 0, given=pd.DataFrame({"age": ["x"]}))
     with pytest.raises(ValueError, match="unknown column"):
         release.synthetic_data(None, 0, given=pd.DataFrame({"height": [1]}))
+
+
+def test_conditional_rows_are_deterministic_given_the_seed(release):
+    given = {"sex": "Male", "income": (20, 70)}
+    pd.testing.assert_frame_equal(release.synthetic_data(400, 11, given=given),
+                                  release.synthetic_data(400, np.random.default_rng(11), given=given))
+    frame = pd.DataFrame({"age": [33.0, np.nan] * 100, "job": ["a", None] * 100})
+    pd.testing.assert_frame_equal(release.synthetic_data(None, 12, given=frame),
+                                  release.synthetic_data(None, 12, given=frame))

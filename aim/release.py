@@ -129,8 +129,8 @@ class Release:
         check_cells(sum(self.domain.size(c) for c in cliques), f"the marginals of {len(cliques)} clique(s)")
         return self.model.marginals(cliques)
 
-    def synthetic_data(self, n: int | None = None, rng: SamplingSeed = None,
-                       decode: bool | None = None, numeric: str = "uniform") -> pd.DataFrame:
+    def synthetic_data(self, n: int | None = None, rng: SamplingSeed = None, decode: bool | None = None,
+                       numeric: str = "uniform", given: Mapping[str, Any] | pd.DataFrame | None = None) -> pd.DataFrame:
         """Synthetic rows from the model (default n = round(total)).
 
         With a spec (``decode`` None or True) the values are readable, in the original types:
@@ -140,9 +140,18 @@ class Release:
         spec) gives the integer codes. Sampling is post-processing of the public model, so ``rng``
         may be a seed or Generator for reproducible rows: they reveal nothing beyond the model.
         None uses fresh OS entropy.
+
+        ``given`` conditions the rows on evidence (`aim.evidence`): a dict (readable values with a
+        spec, codes otherwise; e.g. ``{"sex": "Female", "age": (30, 40)}``; default n: the model's
+        expected count of matching rows), or a DataFrame: one row per given row, its NaN cells and
+        absent columns drawn conditioned on the rest (n must be None or its length).
         """
         if decode and self._discretizer is None:
             raise ValueError("decode=True needs a release with a spec (this one holds codes only)")
+        if given is not None:
+            from .evidence import conditional_rows
+
+            return conditional_rows(self, n, rng, given, decode is not False and self._discretizer is not None, numeric)
         if n is None:
             n = round(self.model.total)  # noisy, public; a crafted total is capped below
         check_synthetic_size(n, len(self.domain))
@@ -152,9 +161,11 @@ class Release:
             return codes
         return self._discretizer.inverse_transform(codes, rng=rng, numeric=numeric, typed=True)
 
-    def synthetic_codes(self, n: int | None = None, rng: SamplingSeed = None) -> pd.DataFrame:
-        """Synthetic rows as integer codes over `domain` (what estimators fitted on codes consume)."""
-        return self.synthetic_data(n, rng, decode=False)
+    def synthetic_codes(self, n: int | None = None, rng: SamplingSeed = None,
+                        given: Mapping[str, Any] | pd.DataFrame | None = None) -> pd.DataFrame:
+        """Synthetic rows as integer codes over `domain` (what estimators fitted on codes consume);
+        ``given`` (in codes) as in `synthetic_data`."""
+        return self.synthetic_data(n, rng, decode=False, given=given)
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the release to one ``.npz`` file atomically (format: `aim.storage`)."""

@@ -176,6 +176,10 @@ class Discretizer:
         """Readable label of every code of ``column`` (categories, bin intervals, ``<other>``, ``<missing>``)."""
         return self._columns[self.domain.axes([column])[0]].labels()
 
+    def column(self, name: str) -> Any:
+        """The compiled column ``name`` (`marginals.spec.columns.Column`: its levels, edges, lookup)."""
+        return self._columns[self.domain.axes([name])[0]]
+
     def transform_df(self, df: pd.DataFrame, extra: str = "error", show_private_values: bool = False) -> pd.DataFrame:
         """Codes of ``df`` as a DataFrame in domain order (index kept); counts go to ``last_report``.
 

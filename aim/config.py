@@ -2,7 +2,8 @@
 
 `AIM(epsilon, delta, **hyperparameters)` builds one; `AIM.config` exposes it. A release stores
 the configuration the run used as the mechanism part of its config (`to_dict`: the mechanism's
-name and its own fields, the workload resolved against the domain; see `aim.release_config`) and
+name and its own fields, the workload resolved against the domain, the public rules; see
+`aim.release_config`) and
 `from_dict` reads it back. ``insecure_seed`` is never serialised: anyone holding it could
 subtract the noise. A seeded run is marked by the release's ``private: false`` instead, and the
 seed has to be given again to rebuild a seeded configuration.
@@ -17,6 +18,8 @@ from typing import Any, Mapping
 
 from marginals.privacy import check_epsilon_delta
 from marginals.randomness import check_seed
+from marginals.rules import check_rules
+from marginals.units import PrivacyUnit, check_unit
 from pgm.estimation import LOSS_WEIGHTS
 
 from .targets import check_share, check_targets
@@ -28,6 +31,8 @@ ESTIMATOR_OPTIONS = ("stepsize", "step_growth", "armijo", "momentum", "resume_st
 DEFAULT_DELTA = 1e-9
 #: the fields a configuration without targets leaves out of `AIMConfig.to_dict`.
 TARGET_FIELDS = ("targets", "target_share")
+#: the fields a row-level configuration (no privacy unit) leaves out of `AIMConfig.to_dict`.
+UNIT_FIELDS = ("unit", "max_rows_per_unit")
 #: the ``name`` of the mechanism part of a release's config (`AIMConfig.to_dict`).
 MECHANISM = "AIM"
 
@@ -84,6 +89,15 @@ class AIMConfig:
         target_share: the share of rho, in (0, 1), the initial target-pair measurements spend
             (used only with ``targets``); None (default): `aim.targets.default_share`. A
             release records the share its run used.
+        constraints: public rules over the domain's codes (`marginals.rules`: implications,
+            forbidden combinations, functions): the cells they forbid get probability exactly 0 in
+            every fit and their attribute sets join the model's cliques. Public: no budget, stored
+            in the release. Checked against the domain when the run starts. None (default): none.
+        unit / max_rows_per_unit: person-level privacy (`marginals.units`): the column of the rows
+            given to `AIM.run` (``units=``) that identifies a person (or other privacy unit), and k,
+            the most rows a unit may contribute (>= 1; rows beyond it are dropped by a keyed hash
+            order that depends on the unit's own rows only). Both or neither; every count's
+            sensitivity, hence the noise, is multiplied by k. None (default): one row is the unit.
         insecure_seed: tests and benchmarks only. None (the default) draws all noise from the
             operating system's secure source; an int seeds a replayable generator, warns, and
             marks the release not private. Never serialised, not shown in the repr.
@@ -108,6 +122,9 @@ class AIMConfig:
     exact_noise: bool = True
     targets: tuple[str, ...] | None = None
     target_share: float | None = None
+    constraints: tuple[dict[str, Any], ...] | None = None
+    unit: str | None = None
+    max_rows_per_unit: int | None = None
     insecure_seed: int | None = field(default=None, repr=False, metadata={"secret": True})
 
     def __post_init__(self) -> None:
@@ -130,6 +147,8 @@ class AIMConfig:
             "anneal_iters": _integer("anneal_iters", self.anneal_iters, 0, optional=True),
             "targets": None if self.targets is None else check_targets(self.targets),
             "target_share": check_share(self.target_share),
+            "constraints": None if self.constraints is None else check_rules(self.constraints),
+            "max_rows_per_unit": None if self.privacy_unit is None else self.privacy_unit.max_rows,
             "insecure_seed": None if self.insecure_seed is None else check_seed(self.insecure_seed, "insecure_seed"),
         }
         if self.loss_weight not in LOSS_WEIGHTS:
@@ -141,6 +160,11 @@ class AIMConfig:
         for name, value in checked.items():
             object.__setattr__(self, name, value)
 
+    @property
+    def privacy_unit(self) -> PrivacyUnit | None:
+        """The run's privacy unit (None: one row); checks both or neither is set, k an integer >= 1."""
+        return check_unit(self.unit, self.max_rows_per_unit)
+
     def _checked_options(self) -> dict[str, Any]:
         options = dict(self.estimator_options or {})
         unknown = sorted(set(options) - set(ESTIMATOR_OPTIONS))
@@ -150,15 +174,21 @@ class AIMConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form a release stores: ``name`` (the mechanism's) plus every field except
-        ``insecure_seed``; ``targets`` and ``target_share`` only when targets are set (so a release
-        without targets reads with the versions before them, and their absence means none)."""
+        ``insecure_seed``; ``targets`` and ``target_share`` only when targets are set, ``unit`` and
+        ``max_rows_per_unit`` only with a unit (so a release without them reads with the versions
+        before them, and their absence means none / one row)."""
         out: dict[str, Any] = {"name": MECHANISM}
         for f in fields(self):
-            if f.metadata.get("secret") or (f.name in TARGET_FIELDS and self.targets is None):
-                continue  # a run without targets writes what the versions before targets wrote
+            if f.metadata.get("secret") or (f.name in TARGET_FIELDS and self.targets is None) or (
+                    f.name in UNIT_FIELDS and self.unit is None):
+                continue  # a run without targets (or unit) writes what the versions before them wrote
+            if f.name == "constraints" and self.constraints is None:
+                continue  # likewise a run without rules
             value = getattr(self, f.name)
             if f.name == "workload" and value is not None:
                 value = [[list(clique), weight] for clique, weight in value]
+            elif f.name == "constraints":
+                value = [dict(rule) for rule in value]
             elif f.name == "targets" and value is not None:
                 value = list(value)
             elif f.name == "estimator_options":

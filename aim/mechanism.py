@@ -18,7 +18,17 @@ scale about to be used), chosen by the exponential mechanism with sensitivity ma
 candidates that pass the model-size filter (inside a current junction-tree node, or the
 hypothetical model stays under max_model_size * rho_used / rho MB).
 
+Person-level privacy (``unit``, ``max_rows_per_unit`` = k; `marginals.units`): each unit keeps at
+most k rows before anything is counted; one unit then moves a count marginal by at most k in L1
+and L2, so every measurement's sigma above is k times larger (charged with sensitivity k), and a
+score's sensitivity is k max w_r. The 1-way, target-pair and round measurements and the
+selections are the only mechanisms reading rows; annealing and the noisy total are post-processing.
+
 Every charge goes through one `Accountant`; the run checks that the ledger never exceeds rho.
+
+Public rules (``constraints``, `marginals.rules`) cost nothing: every fit puts -inf on the cells
+they forbid (their cliques join the model's, so the size filter counts them) and no selection,
+measurement or sensitivity changes.
 
 Structure: `AIM.run` = `_initialise` (workload, budget, true answers, the 1-way measurements and a
 first fit) -> rounds (`_round`: plan the scales, filter, `_select` = score + exponential mechanism,
@@ -41,7 +51,9 @@ from marginals.measurement import Measurement
 from marginals.mechanisms import exponential_mechanism, measure_counts
 from marginals.privacy import BUDGET_RTOL, Accountant, BudgetExceeded, cdp_rho
 from marginals.randomness import RandomSource, noise_source
+from marginals.rules import compile_rules
 from marginals.source import RowSource, check_unweighted, is_rows
+from marginals.units import bound_dataset
 from pgm.estimation import estimate
 from pgm.junction_tree import model_size_mb
 from pgm.kernels.blas import one_blas_thread
@@ -61,22 +73,23 @@ MEASURE_SHARE = 0.9  # of each round's budget; the rest pays for the selection
 EXPECTED_L1 = math.sqrt(2 / math.pi)  # E|N(0, 1)|
 
 
-def round_scales(rho_round: float) -> tuple[float, float]:
-    """(sigma, eps_select) that spend ``rho_round`` split 90% measurement / 10% selection."""
-    sigma = GaussianMap().sigma(MEASURE_SHARE * rho_round)
+def round_scales(rho_round: float, sensitivity: float = 1.0) -> tuple[float, float]:
+    """(sigma, eps_select) that spend ``rho_round`` split 90% measurement / 10% selection (sigma for
+    counts of L2 ``sensitivity``: k rows per privacy unit)."""
+    sigma = GaussianMap(sensitivity).sigma(MEASURE_SHARE * rho_round)
     eps = ExponentialMap().epsilon((1 - MEASURE_SHARE) * rho_round)
     return sigma, eps
 
 
-def round_cost(sigma: float, eps: float) -> float:
+def round_cost(sigma: float, eps: float, sensitivity: float = 1.0) -> float:
     """zCDP cost of one round: a Gaussian measurement plus one exponential-mechanism selection."""
-    return GaussianMap().rho(sigma) + ExponentialMap().rho(eps)
+    return GaussianMap(sensitivity).rho(sigma) + ExponentialMap().rho(eps)
 
 
-def plan_round(remaining: float, sigma: float, eps: float) -> tuple[float, float, bool]:
+def plan_round(remaining: float, sigma: float, eps: float, sensitivity: float = 1.0) -> tuple[float, float, bool]:
     """Scales for the next round; the last round (less than two rounds' budget left) spends the remainder."""
-    if remaining < 2 * round_cost(sigma, eps):
-        sigma, eps = round_scales(remaining)
+    if remaining < 2 * round_cost(sigma, eps, sensitivity):
+        sigma, eps = round_scales(remaining, sensitivity)
         return sigma, eps, True
     return sigma, eps, False
 
@@ -132,6 +145,8 @@ class _RunState:
     log: list[dict] = field(default_factory=list)
     last: bool = False
     target_share: float = 0.0
+    zeros: tuple = ()  # the public rules' structural zeros (`marginals.rules`), kept by every fit
+    sensitivity: float = 1.0  # of a count marginal: k rows per privacy unit (`marginals.units`)
 
 
 class AIM:
@@ -171,19 +186,27 @@ class AIM:
     def __repr__(self) -> str:
         return f"AIM({self._config!r}, progress={self.progress})"
 
-    def run(self, dataset: RowSource) -> Release:
-        """Run AIM on ``dataset`` and return the release (measurements, model, ledger, log)."""
+    def run(self, dataset: RowSource, units: Any = None) -> Release:
+        """Run AIM on ``dataset`` and return the release (measurements, model, ledger, log).
+
+        ``units``: with a privacy unit (``unit=``, ``max_rows_per_unit=``), the unit id of every
+        row (an array or Series in row order, or a DataFrame holding the ``unit`` column; never
+        released); at most k rows per unit are kept (`marginals.units.bound_rows`)."""
         if not is_rows(dataset):
             raise TypeError(
                 f"AIM.run needs private rows (a marginals.Dataset or DaskDataset), got {type(dataset).__name__}"
             )
         check_unweighted(dataset, "AIM.run")  # weighted counts: sensitivity 1 would not hold
+        if (units is None) != (self._config.unit is None):
+            raise ValueError(f"AIM.run: units are required with unit={self._config.unit!r}: the unit id of every row "
+                             "(an array or Series, or a DataFrame holding the column)" if self._config.unit else
+                             "AIM.run: units given, but the AIM has no unit= (the privacy unit is one row)")
         with one_blas_thread():  # the engine's own threads, not BLAS's (pgm.kernels.blas)
-            return self._run(dataset)
+            return self._run(dataset, units)
 
-    def _run(self, dataset: RowSource) -> Release:
+    def _run(self, dataset: RowSource, units: Any = None) -> Release:
         """Initialise, run the rounds until the budget is spent, and the final fit."""
-        state = self._initialise(dataset)
+        state = self._initialise(dataset, units)
         progress = RunProgress(self.progress, state.ledger.rho)
         progress.start(
             f"AIM: eps={self._config.epsilon:g} delta={self._config.delta:g} rho={state.ledger.rho:.6g}, "
@@ -211,27 +234,33 @@ class AIM:
         resolved = dataclasses.replace(self._config, workload=tuple(state.workload))
         return dataclasses.replace(resolved, target_share=state.target_share) if resolved.targets else resolved
 
-    def _initialise(self, dataset: RowSource) -> _RunState:
-        """Workload and candidates, the budget and its ledger, the true answers (computed once),
-        the 1-way (and target-pair) measurements and the first fit."""
+    def _initialise(self, dataset: RowSource, units: Any = None) -> _RunState:
+        """Workload and candidates, the budget and its ledger, the bound on each unit's rows, the
+        true answers (computed once), the 1-way (and target-pair) measurements and the first fit."""
         cfg = self._config
         domain = dataset.domain
         T = cfg.rounds if cfg.rounds is not None else 16 * len(domain)
         if T < len(domain) + 1:
             raise ValueError(f"rounds must exceed the number of attributes ({len(domain)}), got {T}")
         targets = () if cfg.targets is None else check_targets_in(domain, cfg.targets)  # before any row is read
+        zeros = tuple(compile_rules(domain, cfg.constraints or ()))  # public rules, checked before any row is read
         workload = normalize_workload(domain, self._workload(domain, targets))
         rho = cdp_rho(cfg.epsilon, cfg.delta)
-        ledger = Accountant(rho, delta=cfg.delta)
+        unit = cfg.privacy_unit
+        ledger = Accountant(rho, delta=cfg.delta, unit=unit)
         rng = noise_source(cfg.insecure_seed)
+        if unit is not None:  # the key comes first from the noise source: the same on neighbouring inputs
+            dataset = bound_dataset(dataset, units, unit, rng)
         cand_weights = candidates(domain, workload)
         oneway = [(a,) for a in domain.attrs]
         pairs = target_pairs(domain, targets)
         queries = list(cand_weights) + [c for c in oneway + pairs if c not in cand_weights]
         answers = dict(zip(queries, dataset.marginals(queries)))
         share = 0.0 if not targets else cfg.target_share or default_share(len(pairs), len(domain))
-        sigma, eps = round_scales((1 - share) * rho / T)  # the rounds plan on what the target pairs leave
-        state = _RunState(domain, workload, answers, cand_weights, list(cand_weights), T, ledger, rng, sigma, eps)
+        k = float(ledger.sensitivity)
+        sigma, eps = round_scales((1 - share) * rho / T, k)  # the rounds plan on what the target pairs leave
+        state = _RunState(domain, workload, answers, cand_weights, list(cand_weights), T, ledger, rng, sigma, eps,
+                          sensitivity=k, zeros=zeros)
         self._measure(state, [(c, sigma, f"init {c[0]}") for c in oneway])
         if targets:
             self._measure_targets(state, pairs, share, T)
@@ -242,7 +271,8 @@ class AIM:
         """Measure each (clique, sigma, label) of ``items`` on the true answers, charged to the ledger."""
         for clique, scale, label in items:
             state.measurements.append(measure_counts(
-                state.answers[clique], clique, scale, state.rng, state.ledger, label=label, exact=self._config.exact_noise
+                state.answers[clique], clique, scale, state.rng, state.ledger, label=label, exact=self._config.exact_noise,
+                sensitivity=state.sensitivity,
             ))
 
     def _measure_targets(self, state: _RunState, pairs: list[Clique], share: float, T: int) -> None:
@@ -251,10 +281,11 @@ class AIM:
         and the rounds' scales planned on what they leave."""
         rho = state.ledger.rho
         if self._config.target_share is None:
-            share = min(share, needed_share(state.domain, pairs, rho, noisy_total(state.measurements)))
-            state.sigma, state.eps = round_scales((1 - share) * rho / T)
+            k = state.sensitivity
+            share = min(share, needed_share(state.domain, pairs, rho, noisy_total(state.measurements), sensitivity=k))
+            state.sigma, state.eps = round_scales((1 - share) * rho / T, k)
         state.target_share = share
-        sigmas = pair_sigmas(state.domain, pairs, rho, share)
+        sigmas = pair_sigmas(state.domain, pairs, rho, share, sensitivity=state.sensitivity)
         self._measure(state, [(c, s, "init target pair " + ",".join(c)) for c, s in zip(pairs, sigmas)])
 
     def _workload(self, domain: Domain, targets: tuple[str, ...]) -> Workload:
@@ -270,14 +301,15 @@ class AIM:
         """One round: plan the scales, filter, select, measure, refit and test for annealing; the
         round's log entry."""
         cfg = self._config
-        state.sigma, state.eps, state.last = plan_round(state.ledger.rho - state.ledger.spent, state.sigma, state.eps)
-        rho_used = state.ledger.spent + round_cost(state.sigma, state.eps)
+        state.sigma, state.eps, state.last = plan_round(state.ledger.rho - state.ledger.spent, state.sigma, state.eps,
+                                                        state.sensitivity)
+        rho_used = state.ledger.spent + round_cost(state.sigma, state.eps, state.sensitivity)
         allowed = self._filter(state.domain, state.model, state.cand_list, cfg.max_model_size * rho_used / state.ledger.rho)
         number = len(state.log) + 1
         choice, before = self._select(state, allowed, number)
         state.measurements.append(measure_counts(
             state.answers[choice], choice, state.sigma, state.rng, state.ledger, label=f"round {number}",
-            exact=cfg.exact_noise,
+            exact=cfg.exact_noise, sensitivity=state.sensitivity,
         ))
         if state.last:  # the final estimation fits the last measurement; no annealing test needed
             anneal, iterations, size_mb = False, 0, model_size_mb(state.domain, state.model.cliques + (choice,))
@@ -310,7 +342,7 @@ class AIM:
         sizes = np.array([est.size for est in estimates])
         l1 = _l1_distances([answers[r] for r in allowed], estimates, sizes)
         scores = np.array([weights[r] for r in allowed]) * (l1 - penalty * sizes)
-        sensitivity = max(weights[r] for r in allowed)
+        sensitivity = state.sensitivity * max(weights[r] for r in allowed)  # one unit moves each L1 by <= k
         index = exponential_mechanism(scores, state.eps, sensitivity, state.rng, state.ledger, label=f"select round {number}")
         return allowed[index], estimates[index]
 
@@ -338,7 +370,7 @@ class AIM:
 
     def _finish(self, state: _RunState) -> None:
         """The final fit (covering the last measurement) and the ledger check."""
-        iters = self._final_iters(state.domain, tuple(m.clique for m in state.measurements))
+        iters = self._final_iters(state.domain, tuple(m.clique for m in state.measurements) + state.model.cliques)
         state.model = self._fit(state, iters, self._config.final_tol)
         if not state.ledger.spent <= state.ledger.rho * (1 + BUDGET_RTOL):
             raise BudgetExceeded(f"privacy ledger exceeds the budget: spent {state.ledger.spent!r} of {state.ledger.rho!r}")
@@ -349,7 +381,7 @@ class AIM:
         cfg = self._config
         return estimate(
             state.domain, state.measurements, iters=iters, tol=tol, warm_start=state.model,
-            loss_weight=cfg.loss_weight, **cfg.estimator_options,
+            loss_weight=cfg.loss_weight, zeros=state.zeros, **cfg.estimator_options,
         )
 
     def _round_iters(self, domain: Domain, cliques, most: int | None = None) -> int:

@@ -32,6 +32,7 @@ from marginals.measurement import Measurement
 from marginals.privacy import Accountant
 from marginals.randomness import SamplingSeed, sampling_rng
 from marginals.spec.discretize import Discretizer
+from marginals.units import PrivacyUnit
 from pgm.model import Model
 
 from . import release_config, views
@@ -97,6 +98,17 @@ class Release:
         return self.ledger.delta if delta is None else delta
 
     @property
+    def constraints(self) -> list[dict]:
+        """The public rules (over codes, `marginals.rules`) whose forbidden cells the model gives
+        probability 0 ([] when the run had none)."""
+        return views.release_rules(self)
+
+    @property
+    def privacy_unit(self) -> PrivacyUnit | None:
+        """The privacy unit the ledger was priced for (`marginals.units`); None: one row."""
+        return self.ledger.unit
+
+    @property
     def total(self) -> float:
         """The model's (noisy) estimate of the number of rows."""
         return self.model.total
@@ -125,8 +137,8 @@ class Release:
 
         return query(self, attrs, alpha=alpha, n_boot=n_boot, random_state=random_state)
 
-    def synthetic_data(self, n: int | None = None, rng: SamplingSeed = None,
-                       decode: bool | None = None, numeric: str = "uniform") -> pd.DataFrame:
+    def synthetic_data(self, n: int | None = None, rng: SamplingSeed = None, decode: bool | None = None,
+                       numeric: str = "uniform", given: Mapping[str, Any] | pd.DataFrame | None = None) -> pd.DataFrame:
         """Synthetic rows from the model (default n = round(total)).
 
         With a spec (``decode`` None or True) the values are readable, in the original types:
@@ -136,9 +148,18 @@ class Release:
         spec) gives the integer codes. Sampling is post-processing of the public model, so ``rng``
         may be a seed or Generator for reproducible rows: they reveal nothing beyond the model.
         None uses fresh OS entropy.
+
+        ``given`` conditions the rows on evidence (`aim.evidence`): a dict (readable values with a
+        spec, codes otherwise; e.g. ``{"sex": "Female", "age": (30, 40)}``; default n: the model's
+        expected count of matching rows), or a DataFrame: one row per given row, its NaN cells and
+        absent columns drawn conditioned on the rest (n must be None or its length).
         """
         if decode and self._discretizer is None:
             raise ValueError("decode=True needs a release with a spec (this one holds codes only)")
+        if given is not None:
+            from .evidence import conditional_rows
+
+            return conditional_rows(self, n, rng, given, decode is not False and self._discretizer is not None, numeric)
         if n is None:
             n = round(self.model.total)  # noisy, public; a crafted total is capped below
         check_synthetic_size(n, len(self.domain))
@@ -148,9 +169,11 @@ class Release:
             return codes
         return self._discretizer.inverse_transform(codes, rng=rng, numeric=numeric, typed=True)
 
-    def synthetic_codes(self, n: int | None = None, rng: SamplingSeed = None) -> pd.DataFrame:
-        """Synthetic rows as integer codes over `domain` (what estimators fitted on codes consume)."""
-        return self.synthetic_data(n, rng, decode=False)
+    def synthetic_codes(self, n: int | None = None, rng: SamplingSeed = None,
+                        given: Mapping[str, Any] | pd.DataFrame | None = None) -> pd.DataFrame:
+        """Synthetic rows as integer codes over `domain` (what estimators fitted on codes consume);
+        ``given`` (in codes) as in `synthetic_data`."""
+        return self.synthetic_data(n, rng, decode=False, given=given)
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the release to one ``.npz`` file atomically (format: `aim.storage`)."""

@@ -186,6 +186,7 @@ def check_header(header: Any, path: Any) -> dict:
         raise _fail(path, f"release ledger is invalid ({type(exc).__name__}: {exc})") from None
     _check_charges(ledger, path)
     _check_budget(header["config"], ledger, path)
+    _check_unit(header["config"], ledger, path)
 
     # memory: measurements + potentials as stored, plus the junction tree the model will build
     cells = sum(domain.size(c) for c in measured) + sum(domain.size(c) for c in cliques)
@@ -227,6 +228,21 @@ def _check_charges(ledger: Accountant, path: Any) -> None:
                 and all(isinstance(k, str) and _scalar(v) for k, v in c.params.items())):
             raise _fail(path, f"ledger charge {c.label!r:.60}: label and mechanism must be text and its "
                               "parameters JSON numbers or text")
+
+
+def _check_unit(config: dict, ledger: Accountant, path: Any) -> None:
+    """The privacy unit: the configuration's (unit, max_rows_per_unit) is the ledger's, and every
+    charge that records a sensitivity was priced for its k rows (a release may not claim a unit
+    its noise was not calibrated for)."""
+    part = config.get(MECHANISM_PART) or {}
+    stated = (part.get("unit"), part.get("max_rows_per_unit"))
+    unit = ledger.unit
+    if MECHANISM_PART in config and stated != ((None, None) if unit is None else (unit.column, unit.max_rows)):
+        raise _fail(path, f"config privacy unit {stated!r} differs from the ledger's {None if unit is None else unit.to_dict()!r}")
+    for c in ledger.charges:
+        if "sensitivity" in c.params and c.params["sensitivity"] != ledger.sensitivity:
+            raise _fail(path, f"ledger charge {c.label!r:.60}: priced for sensitivity {c.params['sensitivity']!r}, "
+                              f"but the privacy unit holds up to {ledger.sensitivity} row(s)")
 
 
 def _check_config(config: dict, path: Any) -> None:

@@ -5,7 +5,9 @@ File format: an ``.npz`` (no pickle) holding a JSON header (``header``) plus one
 measurement (``measurement_<i>``) and per model potential (``potential_<i>``); written atomically.
 Version 3 added the optional ``spec``; version 4 stores the configuration in parts
 (`aim.release_config`) and may hold the domain's public ``ordinal`` metadata (`marginals.Domain`;
-absent from older files). Versions 2 and 3 are still read, their flat configuration mapped to the
+absent from older files); version 5 is written only for a person-level release: its ledger and
+configuration state the privacy unit (column and rows per unit, `marginals.units`), which older
+readers would ignore (a row-level release is still written as version 4). Versions 2 and 3 are still read, their flat configuration mapped to the
 parts (`aim.release_config.from_flat`). No seed or generator state is ever stored, and no private
 rows: everything here is post-processing of the DP measurements.
 """
@@ -31,7 +33,9 @@ from .release_config import from_flat
 
 FORMAT = "dp-marginals-release"
 VERSION = 4  # 1 stored the seed that undoes the noise: such files are refused; 2 had no spec; 2 and 3 a flat config
-READABLE_VERSIONS = (2, 3, 4)
+#: the version of a person-level release (a privacy unit in its ledger and configuration).
+UNIT_VERSION = 5
+READABLE_VERSIONS = (2, 3, 4, UNIT_VERSION)
 
 
 def write_release(path: str | os.PathLike, *, domain: Domain, measurements: list[Measurement], model: Model,
@@ -39,7 +43,7 @@ def write_release(path: str | os.PathLike, *, domain: Domain, measurements: list
     """Write a release's parts to one ``.npz`` file atomically (see the module docstring)."""
     header = {
         "format": FORMAT,
-        "version": VERSION,
+        "version": VERSION if ledger.unit is None else UNIT_VERSION,
         "domain": domain.to_dict(),
         "measurements": [{"clique": list(m.clique), "sigma": m.sigma} for m in measurements],
         "model": {
@@ -94,6 +98,8 @@ def _read(path: str | os.PathLike) -> dict[str, Any]:
         _check_version(header, path)
         if header["version"] < 4:
             header["config"] = from_flat(header.get("config"))
+        if header["version"] < 5 and isinstance(header.get("ledger"), dict) and "unit" in header["ledger"]:
+            raise ReleaseFormatError(f"{path}: a privacy unit in a version {header['version']} file (it needs version {UNIT_VERSION})")
         checked = release_checks.check_header(header, path)
         domain = checked["domain"]
         spec = release_checks.check_spec(header.get("spec"), header["version"], domain, path)

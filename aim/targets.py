@@ -8,7 +8,9 @@ A regression of target t on features X needs X^T y (the (feature, t) 2-way margi
    through the same Gaussian count measurement and ledger as every other measurement.
    Sensitivity: adding or removing one row of an unweighted table changes exactly one cell of a
    count marginal, by 1, so its L2 sensitivity is 1 and a measurement at sigma costs
-   rho = 1 / (2 sigma^2) (`marginals.maps.GaussianMap`). The default share is `default_share`,
+   rho = 1 / (2 sigma^2) (`marginals.maps.GaussianMap`); with a privacy unit of k rows
+   (`marginals.units`) the sensitivity is k and every sigma k times larger (``sensitivity``).
+   The default share is `default_share`,
    lowered to `needed_share` when less suffices;
 2. runs its adaptive rounds on `target_workload` (unless the user gives a ``workload``, which the
    rounds then use: the two combine) with the rounds' scales planned on the rest of the budget,
@@ -131,11 +133,12 @@ def _parts(domain: Domain, pairs: list[Clique], power: float | None) -> tuple[li
     return parts, math.fsum(parts)
 
 
-def pair_sigmas(domain: Domain, pairs: list[Clique], rho: float, share: float, power: float | None = None) -> list[float]:
+def pair_sigmas(domain: Domain, pairs: list[Clique], rho: float, share: float, power: float | None = None,
+                sensitivity: float = 1.0) -> list[float]:
     """The noise scale of each target pair: ``share`` x ``rho`` split over the pairs in proportion
-    to cells^power (default ALLOC_POWER; 0: equal shares)."""
+    to cells^power (default ALLOC_POWER; 0: equal shares), for counts of L2 ``sensitivity``."""
     parts, total = _parts(domain, pairs, power)
-    return [GaussianMap().sigma(share * rho * part / total) for part in parts]
+    return [GaussianMap(sensitivity).sigma(share * rho * part / total) for part in parts]
 
 
 def noisy_total(measurements: list) -> float:
@@ -146,15 +149,16 @@ def noisy_total(measurements: list) -> float:
     return math.fsum(w * float(np.sum(m.noisy_counts)) for w, m in zip(weights, oneway)) / math.fsum(weights)
 
 
-def needed_share(domain: Domain, pairs: list[Clique], rho: float, total: float, power: float | None = None) -> float:
+def needed_share(domain: Domain, pairs: list[Clique], rho: float, total: float, power: float | None = None,
+                 sensitivity: float = 1.0) -> float:
     """The share of ``rho`` at which every target pair's noise sigma is at most NOISE_PER_CELL x its
     average count per cell, ``total`` / cells, under `pair_sigmas`' split (1.0 when ``total`` <= 0)."""
     if not total > 0:
         return 1.0
     parts, whole = _parts(domain, pairs, power)
-    # sigma_i = 1 / sqrt(2 share rho part_i / whole) <= c total / cells_i
-    #   <=>  share >= cells_i^2 whole / (2 rho part_i c^2 total^2)
-    return max(domain.size(c) ** 2 * whole / (2 * rho * part * (NOISE_PER_CELL * total) ** 2)
+    # sigma_i = Delta / sqrt(2 share rho part_i / whole) <= c total / cells_i
+    #   <=>  share >= Delta^2 cells_i^2 whole / (2 rho part_i c^2 total^2)
+    return max(sensitivity**2 * domain.size(c) ** 2 * whole / (2 * rho * part * (NOISE_PER_CELL * total) ** 2)
                for c, part in zip(pairs, parts))
 
 

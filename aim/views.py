@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from marginals.randomness import SamplingSeed
+from marginals.rules import describe
 from marginals.spec.discretize import Discretizer
 
 from .release_config import spec_config
@@ -71,6 +72,7 @@ def summary(release: Any) -> str:
         f"{len(release.rounds)} selection rounds, model {len(release.model.cliques)} cliques / "
         f"{release.model.size_mb:.2f} MB, estimated rows {release.model.total:,.0f}",
         *target_lines(release),
+        *rule_lines(release),
         release.ledger.summary(),
         *threshold_lines(release),
         *([] if release.discretizer is None else [f"spec: readable values for {len(release.domain)} columns "
@@ -94,6 +96,22 @@ def target_lines(release: Any) -> list[str]:
     pairs = sum(1 for m in release.measurements if len(m.clique) == 2 and set(m.clique) & set(targets))
     return [f"targets: {', '.join(targets)} (every (attribute, target) pair measured first; "
             f"{pairs} measurements of target pairs in all, initialisation and rounds)"]
+
+
+def release_rules(release: Any) -> list[dict]:
+    """The public rules (over codes, `marginals.rules`) the release's model keeps ([] when none)."""
+    return [dict(r) for r in (release.config.get("mechanism") or {}).get("constraints") or []]
+
+
+def rule_lines(release: Any, width: int = 110) -> list[str]:
+    """One line per public rule the model keeps as structural zeros (none without rules)."""
+    rules = release_rules(release)
+    if not rules:
+        return []
+    head = (f"public rules: {len(rules)} (structural zeros: the model gives what they forbid probability 0, "
+            "so no synthetic row breaks them; public, no budget)")
+    texts = [describe(r) for r in rules]
+    return [head] + [f"  rule {i}: {t if len(t) <= width else t[: width - 3] + '...'}" for i, t in enumerate(texts, 1)]
 
 
 def excluded_lines(release: Any) -> list[str]:

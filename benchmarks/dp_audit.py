@@ -60,6 +60,11 @@ Audits (neighbours chosen to be worst-case-ish for the statistic):
   runs it, on replace-one neighbours whose cross moment moves by its full sensitivity. Claim:
   (eps, delta) of mu = gdp_mu(eps, delta). Broken: the fit at 4 mu (noise / 4).
 
+- ``person-level k=4 (counts)`` (`benchmarks.dp_audit_units`): unit-level neighbours, D'
+  adds one whole unit of 7 rows in one cell, bounded to k = 4 by `marginals.units.bound_rows`;
+  the measurement priced for sensitivity k; T = the noisy cell. Claim: cdp_eps(rho charged, delta).
+  Broken: the noise calibrated for sensitivity 1 while k = 4.
+
 The statistics live in `benchmarks.dp_audit_stats`.
 
 Usage: python -m benchmarks.dp_audit [--small] [--seed S] [--confidence 0.95] [--json]
@@ -92,6 +97,7 @@ from marginals.randomness import InsecureRandom, RandomSource, SecureRandom
 
 from benchmarks.dp_audit_baselines import audit_pmt, audit_tukeyem
 from benchmarks.dp_audit_spec import audit_spec_inference
+from benchmarks.dp_audit_units import audit_person_level
 from benchmarks.dp_audit_stats import (  # noqa: F401  (re-exported: the audit's statistics)
     BROKEN_FACTOR, N_THRESHOLDS, audit_counts, audit_samples, candidate_thresholds, clopper_pearson_upper, count_above,
     eps_lower_bound, eps_lower_bounds,
@@ -102,12 +108,12 @@ CONFIGS = {
     "small": {
         "discrete_gaussian": 100_000, "exponential": 3_000, "adassp": 1_500,
         "objpert_fits": 300, "objpert_exact": 500_000,
-        "spec_inference": 200, "tukeyem": 3_000, "pmt": 3_000,
+        "spec_inference": 200, "tukeyem": 3_000, "pmt": 3_000, "person_level": 50_000,
     },
     "default": {
         "discrete_gaussian": 1_000_000, "exponential": 20_000, "adassp": 8_000,
         "objpert_fits": 2_500, "objpert_exact": 10_000_000,
-        "spec_inference": 2_000, "tukeyem": 20_000, "pmt": 100_000,
+        "spec_inference": 2_000, "tukeyem": 20_000, "pmt": 100_000, "person_level": 1_000_000,
     },
 }
 
@@ -370,6 +376,7 @@ AUDITS = [  # (name, config key, function, broken control catchable at these N, 
     ("raw CSV -> DP spec (keys)", "spec_inference", audit_spec_inference, True, "old keying"),
     ("TukeyEM depth step (coef_)", "tukeyem", audit_tukeyem, True, "monotone=True"),
     ("PMT ridge (coef_)", "pmt", audit_pmt, True, "noise/4"),
+    ("person-level k=4 (counts)", "person_level", audit_person_level, True, "sensitivity 1"),
 ]
 
 

@@ -2,13 +2,15 @@
 ddssp build on it). Its modules, grouped:
 
 - the vocabulary every package shares: `domain` (attributes and their sizes), `measurement` (one
-  noisy marginal), `files` (atomic writes, strict JSON reads), `cell_keys` (one key per raw cell);
+  noisy marginal), `files` (atomic writes, strict JSON reads), `cell_keys` (one key per raw cell),
+  `rules` (public rules over codes as structural zeros);
 - the DP primitives: `privacy` (zCDP <-> (eps, delta), the `Accountant`), `maps` (each
   mechanism's privacy map), `mechanisms` (measure a marginal, select by the exponential
   mechanism), `exact` and `lattice` (exact samplers), `randomness` (secure and test sources),
   `gdp` (mu-GDP conversions);
 - the data tables: `dataset` (validated codes), `tables` (contingency tables), `distributed`
-  (dask), `source` (the `MarginalSource` contract), `datasets` (the shipped Adult table);
+  (dask), `source` (the `MarginalSource` contract), `datasets` (the shipped Adult table),
+  `units` (person-level privacy: the privacy unit and the bound on its rows);
 - the spec subsystem, `marginals/spec/`: discretization specs, public drafts or completed from
   the rows under DP.
 
@@ -27,6 +29,7 @@ from .source import MarginalSource, MeasuredSource, ModelSource, RowSource, as_m
 from .randomness import InsecureRandom, InsecureSeedWarning, RandomSource, SecureRandom, noise_source, sampling_rng
 from .spec.infer import SpecInferenceWarning, infer_spec
 from .spec.public import draft_spec, spec_gaps
+from .units import PrivacyUnit
 
 __all__ = [
     "Accountant",
@@ -46,6 +49,7 @@ __all__ = [
     "Measurement",
     "MeasuredSource",
     "ModelSource",
+    "PrivacyUnit",
     "RandomSource",
     "RowSource",
     "SecureRandom",

@@ -2,7 +2,8 @@
 
 - `gaussian_measure` / `measure_counts`: a noisy count marginal. Neighbouring tables differ by
   adding or removing one row, which changes exactly one cell of a count marginal by 1, so the L2
-  sensitivity is 1. The noise is the exact discrete Gaussian (`marginals.exact`) with the
+  sensitivity is 1 (k when they differ by one privacy unit of up to k rows, `marginals.units`:
+  ``sensitivity=k``, whose cost is k^2 / (2 variance)). The noise is the exact discrete Gaussian (`marginals.exact`) with the
   rational variance `noise_variance(sigma)` >= sigma^2; its zCDP cost 1 / (2 variance) is charged
   (`marginals.maps.GaussianMap`, exactly in rationals, then rounded to a float).
   ``exact=False`` adds float Gaussian noise instead, allowed only on an `InsecureRandom` source
@@ -20,6 +21,8 @@ is `marginals.measurement.Measurement`.
 
 from __future__ import annotations
 
+import math
+import numbers
 from typing import Sequence
 
 import numpy as np
@@ -46,12 +49,17 @@ def measure_counts(
     accountant: Accountant,
     label: str | None = None,
     exact: bool = True,
+    sensitivity: float = COUNT_SENSITIVITY,
 ) -> Measurement:
     """Discrete Gaussian mechanism on an already computed count marginal of one private table.
 
     The recorded sigma is the square root of the variance actually used (>= ``sigma``, relative
     difference below 1e-6). ``rng``: the noise source (see `noise_source`; None is secure).
+    ``sensitivity``: the L2 sensitivity charged, 1 for one-row neighbours, k when a privacy unit
+    may hold k rows (`marginals.units`); ``sigma`` is the noise actually added, whatever it is.
     """
+    if isinstance(sensitivity, bool) or not (isinstance(sensitivity, numbers.Real) and 1 <= sensitivity < math.inf):
+        raise ValueError(f"sensitivity must be a finite number >= 1 (rows per privacy unit), got {sensitivity!r}")
     rng = noise_source(rng)
     clique = tuple(clique)
     true_counts = np.asarray(true_counts, dtype=np.float64)
@@ -59,14 +67,14 @@ def measure_counts(
     if not exact:
         if rng.private:
             raise ValueError("float Gaussian noise is only for benchmarks on an InsecureRandom source; use exact=True")
-        accountant.gaussian(sigma, COUNT_SENSITIVITY, label=label)
+        accountant.gaussian(sigma, sensitivity, label=label)
         return Measurement(clique, true_counts + rng.normal(0.0, sigma, size=true_counts.shape), sigma)
     if not np.array_equal(true_counts, np.rint(true_counts)):
         raise ValueError(f"measurement over {clique}: the discrete Gaussian needs integer counts")
     variance = noise_variance(sigma)
-    rho = float(GaussianMap(COUNT_SENSITIVITY).rho_exact(variance))
+    rho = float(GaussianMap(sensitivity).rho_exact(variance))
     sigma_used = float(variance) ** 0.5
-    accountant.charge(rho, label, "discrete_gaussian", sigma=sigma_used, sensitivity=COUNT_SENSITIVITY)
+    accountant.charge(rho, label, "discrete_gaussian", sigma=sigma_used, sensitivity=sensitivity)
     noise = discrete_gaussian(rng, variance, true_counts.size).reshape(true_counts.shape)
     return Measurement(clique, true_counts + noise, sigma_used)
 

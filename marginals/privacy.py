@@ -16,7 +16,9 @@ Budgets are checked by one validator per concept: `check_epsilon`, `check_delta`
 
 `Accountant` is the one ledger every noisy release goes through. Charges (sequential
 composition in zCDP): a Gaussian or an exponential mechanism, priced by its privacy map
-(`marginals.maps`), or a raw rho.
+(`marginals.maps`), or a raw rho. A ledger may record its privacy unit (``unit``, a
+`marginals.units.PrivacyUnit`: the rows of one person, at most k of them); None is one row. Its
+charges are then priced for that unit (each records the sensitivity it was charged for).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from dataclasses import dataclass, field
 from scipy.optimize import brentq
 
 from .maps import ExponentialMap, GaussianMap
+from .units import PrivacyUnit
 
 #: relative slack allowed when a charge meets the budget exactly (floating-point sums).
 BUDGET_RTOL = 1e-9
@@ -171,19 +174,27 @@ class Accountant:
         True
     """
 
-    def __init__(self, rho: float, delta: float | None = None) -> None:
+    def __init__(self, rho: float, delta: float | None = None, unit: PrivacyUnit | None = None) -> None:
         rho = float(rho)
         if not (rho > 0 and math.isfinite(rho)):
             raise ValueError(f"the zCDP budget rho must be a finite number > 0, got {rho}")
+        if unit is not None and not isinstance(unit, PrivacyUnit):
+            raise TypeError(f"unit must be a marginals.units.PrivacyUnit or None, got {type(unit).__name__}")
         self.rho = rho
         self.delta = None if delta is None else check_delta(delta)
+        self.unit = unit
         self._charges: list[Charge] = []
         self._spent = 0.0
 
     @classmethod
-    def from_epsilon(cls, epsilon: float, delta: float) -> "Accountant":
+    def from_epsilon(cls, epsilon: float, delta: float, unit: PrivacyUnit | None = None) -> "Accountant":
         """A ledger whose total budget is (epsilon, delta)-DP, converted to zCDP."""
-        return cls(cdp_rho(epsilon, delta), delta=delta)
+        return cls(cdp_rho(epsilon, delta), delta=delta, unit=unit)
+
+    @property
+    def sensitivity(self) -> int:
+        """Rows one privacy unit may hold, the count sensitivity its charges are priced for (1: one row)."""
+        return 1 if self.unit is None else self.unit.sensitivity
 
     @property
     def charges(self) -> tuple[Charge, ...]:
@@ -239,19 +250,23 @@ class Accountant:
         return cdp_eps(self.spent if spent else self.rho, delta)
 
     def to_dict(self) -> dict:
-        """A JSON-ready copy of the ledger."""
-        return {
+        """A JSON-ready copy of the ledger (``unit`` only when the unit is not one row)."""
+        out = {
             "rho": self.rho,
             "delta": self.delta,
             "charges": [
                 {"label": c.label, "mechanism": c.mechanism, "rho": c.rho, "params": c.params} for c in self._charges
             ],
         }
+        if self.unit is not None:
+            out["unit"] = self.unit.to_dict()
+        return out
 
     @classmethod
     def from_dict(cls, data: dict) -> "Accountant":
         """Rebuild a ledger written by `to_dict` (charges re-checked against the budget)."""
-        acct = cls(data["rho"], data.get("delta"))
+        unit = data.get("unit")
+        acct = cls(data["rho"], data.get("delta"), None if unit is None else PrivacyUnit.from_dict(unit))
         for c in data["charges"]:
             acct.charge(c["rho"], c["label"], c["mechanism"], **c.get("params", {}))
         return acct
@@ -259,6 +274,8 @@ class Accountant:
     def summary(self) -> str:
         """A readable ledger: each mechanism's total, then the budget in zCDP and (eps, delta)."""
         lines = [f"privacy ledger: {len(self._charges)} charge(s)"]
+        if self.unit is not None:
+            lines.append(f"  {self.unit.describe()}")
         kinds: dict[str, list[Charge]] = {}
         for c in self._charges:
             kinds.setdefault(c.mechanism, []).append(c)

@@ -2,7 +2,9 @@
 
 - The model core (`factor`, `junction_tree`, `inference`, `calibration`, `estimation`,
   `queries`, `model`, `sampling`) fits a graphical model to noisy marginals by mirror descent
-  over a junction tree and answers marginal queries and synthetic rows from it.
+  over a junction tree and answers marginal queries and synthetic rows from it; `conditional`
+  (with `row_evidence`) draws rows conditioned on evidence: one dict for every row, or a table
+  of given cells, one row per given row.
 - `kernels/` holds the speed paths the core runs on (compiled plans, factored nodes,
   contractions, split queries, threads): they change how fast it computes, never what.
 - `reference` holds the plain textbook belief propagation and the brute-force joint, which the

@@ -31,6 +31,7 @@ from marginals.domain import Domain
 from marginals.measurement import Measurement
 
 from .calibration import Calibration
+from .factor import Factor
 from .inference import TreeEngine
 from .junction_tree import Clique, JunctionTree, build_junction_tree
 from .kernels.blas import blas_single_threaded
@@ -174,11 +175,12 @@ class _Schedule:
 
 
 def _set_up(domain: Domain, measurements: list[Measurement], total: float | None, warm_start: Model | None,
-            loss_weight: str) -> _Problem:
-    """Clique set (the measurements' and the warm start's maximal cliques), loss, total and the
-    starting potentials: zeros, plus each warm-start potential added into a new clique holding it
-    (where a potential sits does not change the model: the log-density is their sum)."""
-    wanted = [m.clique for m in measurements]
+            loss_weight: str, zeros: Sequence = ()) -> _Problem:
+    """Clique set (the measurements', the warm start's and the structural zeros' maximal cliques),
+    loss, total and the starting potentials: zeros, plus each warm-start potential added into a new
+    clique holding it (where a potential sits does not change the model: the log-density is their
+    sum), and -inf on every forbidden cell (`_forbid`)."""
+    wanted = [m.clique for m in measurements] + [tuple(z.attrs) for z in zeros]
     if warm_start is not None:
         if warm_start.domain != domain:
             raise ValueError("warm_start model has a different domain")
@@ -193,8 +195,24 @@ def _set_up(domain: Domain, measurements: list[Measurement], total: float | None
         for old_clique, factor in warm_start.potentials.items():
             home = next(i for i, c in enumerate(cliques) if set(old_clique) <= set(c))
             theta[home] += factor.expand(domain.project(cliques[home]))
+    _forbid(domain, cliques, theta, zeros)
     tree = build_junction_tree(domain, cliques)
     return _Problem(cliques, loss, total, theta, tree, TreeEngine(tree, cliques))
+
+
+def _forbid(domain: Domain, cliques: list[Clique], theta: list[np.ndarray], zeros: Sequence) -> None:
+    """Put -inf on the cells each structural zero forbids, in the first clique holding its
+    attributes: the start (uniform on the allowed cells) and every later iterate (a finite step
+    keeps -inf) give them probability exactly 0."""
+    for z in zeros:
+        attrs = domain.check(z.attrs)
+        allowed = np.asarray(z.allowed, dtype=bool)
+        if allowed.shape != domain.project(attrs).shape:
+            raise ValueError(f"structural zero over {attrs}: table of shape {allowed.shape}, the domain says "
+                             f"{domain.project(attrs).shape}")
+        home = next(i for i, c in enumerate(cliques) if set(attrs) <= set(c))
+        block = np.where(allowed, 0.0, -np.inf)
+        theta[home] = theta[home] + Factor(domain.project(attrs), block).expand(domain.project(cliques[home]))
 
 
 def initial_stepsize(lipschitz: float, total: float, warm_start: Model | None = None) -> float:
@@ -284,6 +302,7 @@ def estimate(
     callback: Callable[[int, float], None] | None = None,
     momentum: float = 0.95,
     resume_stepsize: bool = True,
+    zeros: Sequence = (),
 ) -> Model:
     """Fit a `Model` to ``measurements`` by mirror descent (see the module docstring).
 
@@ -295,6 +314,9 @@ def estimate(
     step size (``Model.stepsize``) when that is larger than 2 / (L N);
     ``resume_stepsize=False`` restarts at 2 / (L N) instead, as mbi does on every call.
     The returned model's ``stepsize`` is the step the descent ended with.
+    ``zeros``: structural zeros (`marginals.rules.StructuralZero`, or any objects with ``attrs``
+    and a boolean ``allowed`` table over them): their cliques join the clique set and the cells
+    they forbid get log-potential -inf, so the model gives them probability exactly 0.
     """
     if iters < 0:
         raise ValueError(f"iters must be >= 0, got {iters}")
@@ -302,7 +324,7 @@ def estimate(
     if not measurements:
         raise ValueError("estimate needs at least one measurement")
     start = time.perf_counter()
-    problem = _set_up(domain, measurements, total, warm_start, loss_weight)
+    problem = _set_up(domain, measurements, total, warm_start, loss_weight, tuple(zeros))
     if stepsize is not None:
         alpha = stepsize
     else:

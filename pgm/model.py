@@ -8,7 +8,7 @@ a warm-started fit resumes from it.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -87,15 +87,27 @@ class Model:
         return self.oracle.marginals(subsets)
 
     @blas_single_threaded
-    def synthetic_data(self, n: int | None = None, rng: SamplingSeed = None) -> pd.DataFrame:
+    def synthetic_data(self, n: int | None = None, rng: SamplingSeed = None,
+                       given: Mapping[str, Any] | pd.DataFrame | None = None) -> pd.DataFrame:
         """``n`` synthetic rows (default round(total)) as a DataFrame in domain order.
 
         Sampling is post-processing of the model: ``rng`` may be a Generator or an int seed for
         reproducible rows, None for fresh OS entropy (`marginals.randomness.sampling_rng`).
+        ``given`` conditions the rows on codes (`pgm.conditional`): a dict ``{attr: code or codes}``
+        (default n: round(total * p(given))), or a DataFrame of codes, one row drawn per given row
+        (NaN cells and absent columns drawn, the rest kept; n must be None or its length).
         """
-        from .sampling import sample_rows
+        if given is None:
+            from .sampling import sample_rows
 
-        return sample_rows(self, n, rng)
+            return sample_rows(self, n, rng)
+        from . import conditional
+
+        if isinstance(given, pd.DataFrame):
+            if n is not None and int(n) != len(given):
+                raise ValueError(f"n={n} but given holds {len(given)} rows: one row is drawn per given row")
+            return conditional.impute(self, given, rng)
+        return conditional.sample_given(self, n, given, rng)
 
     def __repr__(self) -> str:
         return f"Model({len(self.cliques)} cliques, total={self.total:.1f}, {self.size_mb:.3f} MB)"

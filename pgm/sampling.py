@@ -25,6 +25,9 @@ exact float points) instead of searching every row's point among the cells. Grou
 the smallest unsigned dtype, so the stable sort of the permuted labels is numpy's radix sort.
 A seed gives exactly the rows (and leaves the generator in the state) of the plain
 column-by-column algorithm, whatever the thread count (the tests hold a plain copy of it).
+
+`sample_in_order` runs the same machinery in another order with some columns given (pinned, not
+drawn, rows not shuffled): `pgm.conditional` uses it for rows conditioned on their own values.
 """
 
 from __future__ import annotations
@@ -83,7 +86,17 @@ def _cdf(cond: np.ndarray) -> np.ndarray:
     sums = cond.sum(axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         probs = np.where(sums > 0, cond / sums, 1.0 / m)  # no mass: never hit in exact sampling
-    return np.cumsum(probs, axis=1) + np.arange(n_groups)[:, None]
+    cdf = np.cumsum(probs, axis=1) + np.arange(n_groups)[:, None]
+    # From the last category with mass on, the CDF is exactly g + 1: a zero-probability category
+    # after it (a structural zero) gets no rounding slack, and `_tail` finds that category.
+    last = m - 1 - np.argmax(probs[:, ::-1] > 0, axis=1)
+    return np.where(np.arange(m) >= last[:, None], np.arange(1, n_groups + 1)[:, None], cdf)
+
+
+def _tail(cdf: np.ndarray) -> np.ndarray:
+    """Each group's last category with mass (where its CDF reaches g + 1): points at the end of a
+    row go there, never to a zero-probability category after it."""
+    return np.argmax(cdf >= np.arange(1, cdf.shape[0] + 1)[:, None], axis=1)
 
 
 def _point(labels: np.ndarray, rank: np.ndarray, offset: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -99,7 +112,7 @@ def _sorted_by_rows(cdf: np.ndarray, counts: np.ndarray, offset: np.ndarray) -> 
     rank = np.arange(n) - np.repeat(np.cumsum(counts) - counts, counts)
     points = _point(sorted_groups, rank, np.repeat(offset, counts), np.repeat(counts, counts))
     pos = np.searchsorted(cdf.ravel(), points, side="right")
-    return np.clip(pos - sorted_groups * m, 0, m - 1)
+    return np.clip(pos - sorted_groups * m, 0, _tail(cdf)[sorted_groups])
 
 
 def _sorted_by_cells(cdf: np.ndarray, counts: np.ndarray, offset: np.ndarray) -> np.ndarray | None:
@@ -124,7 +137,8 @@ def _sorted_by_cells(cdf: np.ndarray, counts: np.ndarray, offset: np.ndarray) ->
         if not (down.any() or up.any()):
             break
         first += up.astype(np.int64) - down
-    first[:, -1] = counts  # points past the last cell: clipped into the last category
+    first = np.where(np.arange(m) >= _tail(cdf)[:, None], counts[:, None], first)  # points past the last
+    # cell with mass: clipped into it
     per_cell = np.diff(first, axis=1, prepend=0)
     return np.repeat(np.tile(np.arange(m, dtype=code_dtype(m)), n_groups), per_cell.ravel())
 
@@ -175,16 +189,17 @@ class _Draws:
     permutations wait for their column (`done` frees a slot). Neither side keeps a draw once it
     has handed it on (a future holds its result as long as it is referenced)."""
 
-    def __init__(self, rng: np.random.Generator, n: int, group_counts: list[int]) -> None:
+    def __init__(self, rng: np.random.Generator, n: int, group_counts: list[int], shuffle: bool = True) -> None:
         self._waiting: list[Future | None] = [Future() for _ in group_counts]  # the consumers' side
         self.shuffle: Future = Future()
         self._room = threading.Semaphore(DRAWS_AHEAD)
         self._stopped = False
-        self._thread = threading.Thread(target=self._draw, args=(rng, n, group_counts, list(self._waiting)),
+        self._thread = threading.Thread(target=self._draw, args=(rng, n, group_counts, list(self._waiting), shuffle),
                                         daemon=True)
         self._thread.start()
 
-    def _draw(self, rng: np.random.Generator, n: int, group_counts: list[int], futures: list[Future | None]) -> None:
+    def _draw(self, rng: np.random.Generator, n: int, group_counts: list[int], futures: list[Future | None],
+              shuffle: bool) -> None:
         try:
             for k, n_groups in enumerate(group_counts):
                 self._room.acquire()
@@ -193,7 +208,7 @@ class _Draws:
                 perm = _permutation(rng, n) if n else None  # no rows: nothing is drawn
                 future, futures[k] = futures[k], None
                 future.set_result((perm, rng.random(n_groups) if n else None))
-            self.shuffle.set_result(_permutation(rng, n))
+            self.shuffle.set_result(_permutation(rng, n) if shuffle else None)
         except BaseException as exc:  # hand the failure to whoever waits on a draw
             for future in (*futures, self.shuffle):
                 if future is not None and not future.done():
@@ -223,13 +238,18 @@ def _sampling_order(tree) -> list[tuple[str, tuple[str, ...]]]:
 
 class _Sampler:
     """One run's columns: column k is filled by a worker once its parents, its conditional table
-    (queried from the model in sampling order by the calling thread) and its draws are ready."""
+    (queried from the model in sampling order by the calling thread) and its draws are ready.
+    ``order`` and ``fixed`` (columns given, not sampled; then the rows are not shuffled) serve
+    `sample_in_order`."""
 
-    def __init__(self, model, n: int, rng: np.random.Generator) -> None:
+    def __init__(self, model, n: int, rng: np.random.Generator, order: list | None = None,
+                 fixed: dict[str, np.ndarray] | None = None) -> None:
         self.model, self.n = model, n
         self.sizes = dict(zip(model.domain.attrs, model.domain.shape))
-        self.order = _sampling_order(model.tree)
-        self.draws = _Draws(rng, n, [math.prod(self.sizes[p] for p in parents) for _, parents in self.order])
+        self.order = _sampling_order(model.tree) if order is None else list(order)
+        self.fixed = fixed
+        self.draws = _Draws(rng, n, [math.prod(self.sizes[p] for p in parents) for _, parents in self.order],
+                            shuffle=fixed is None)
         self.conditionals: list[Future] = [Future() for _ in self.order]
         self.columns: dict[str, Future] = {}
 
@@ -263,12 +283,17 @@ class _Sampler:
         """Every column, in the final (shuffled) row order."""
         try:
             with ThreadPoolExecutor(threads, thread_name_prefix="pgm-sample") as pool:
+                for attr, column in (self.fixed or {}).items():
+                    self.columns[attr] = Future()
+                    self.columns[attr].set_result(column)
                 for k, (attr, _) in enumerate(self.order):  # submitted in order: a column's parents start first
                     self.columns[attr] = pool.submit(self.column, k)
                 self.query_conditionals()
                 columns = {attr: future.result() for attr, future in self.columns.items()}
                 self.columns.clear()
                 shuffle = self.draws.shuffle.result()
+                if shuffle is None:  # given columns: the rows stay where they are
+                    return columns
                 attrs = self.model.domain.attrs  # each column is let go once shuffled: one copy at a time
                 return dict(zip(attrs, pool.map(lambda a: columns.pop(a)[shuffle], attrs)))
         finally:
@@ -288,3 +313,17 @@ def sample_rows(model, n: int | None = None, rng: SamplingSeed = None) -> pd.Dat
     threads = thread_count()  # (may refuse a bad DP_MARGINALS_THREADS: before any thread starts)
     columns = _Sampler(model, n, rng).run(threads)
     return pd.DataFrame(columns, columns=list(model.domain.attrs), copy=False)  # the arrays are the frame's own
+
+
+def sample_in_order(model, fixed: dict[str, np.ndarray], order: list[tuple[str, tuple[str, ...]]],
+                    rng: SamplingSeed = None) -> pd.DataFrame:
+    """Rows whose ``fixed`` columns (codes, all of one length) are given and whose other columns are
+    drawn in ``order``: (attribute, parents), each attribute's parents given or drawn before it, its
+    conditional under ``model`` given them exact (a perfect elimination order read backwards, see
+    `pgm.conditional`). The rows are not shuffled: row i keeps the fixed values of row i."""
+    rng = sampling_rng(rng, "rng")
+    lengths = {len(c) for c in fixed.values()}
+    if len(lengths) != 1:
+        raise ValueError(f"fixed columns must be given and all of one length, got lengths {sorted(lengths)}")
+    columns = _Sampler(model, lengths.pop(), rng, order, dict(fixed)).run(thread_count())
+    return pd.DataFrame({a: columns[a] for a in model.domain.attrs}, columns=list(model.domain.attrs), copy=False)

@@ -12,6 +12,7 @@ from scipy.stats import beta
 from benchmarks import dp_audit as audit
 from benchmarks import dp_audit_baselines as baselines
 from benchmarks import dp_audit_spec as spec_audit
+from benchmarks import dp_audit_units as audit_units
 from ddssp import ObjPert
 from ddssp.baselines import adassp as adassp_module
 from ddssp.baselines.objpert import lattice_noise
@@ -188,3 +189,13 @@ def test_shrunken_lattice_noise_shrinks_draws_charges_the_claim_and_restores():
     assert broken.values.std() == pytest.approx(honest.values.std() / audit.BROKEN_FACTOR, rel=0.1)
     assert broken.rho == 0.5 and honest.rho <= 0.5  # the broken control under-charges
     assert adassp_module.lattice_gaussian is not None and adassp_module.lattice_gaussian.__module__ == "marginals.lattice"
+
+
+def test_person_level_neighbours_differ_by_k_rows_in_one_cell_and_the_control_uses_sensitivity_1():
+    counts, neighbour = audit_units.unit_neighbours(InsecureRandom(3, warn=False))
+    diff = neighbour - counts
+    assert diff[0] == audit_units.K < audit_units.ADDED and not diff[1:].any()  # the bound cut the unit to k
+    honest = audit_units.audit_person_level(200, False, InsecureRandom(1, warn=False), 0.95)
+    broken = audit_units.audit_person_level(200, True, InsecureRandom(1, warn=False), 0.95)
+    assert honest["eps_claim"] == broken["eps_claim"]  # the control claims the honest guarantee
+    assert broken["params"]["sigma_used"] == pytest.approx(honest["params"]["sigma_used"] / audit_units.K)

@@ -38,6 +38,14 @@ def _public_part(release: "Release") -> str:
     return ""
 
 
+def _per_unit_caveat(unit) -> str:
+    """What the unit does not protect: several rows of one person (row level), or one person under several ids."""
+    if unit is None:
+        return "a person with several rows is protected per row only (k rows: about k times epsilon); "
+    return (f"a person whose rows carry several values of {esc(unit.column)} is protected per value only "
+            "(the column must identify the person); ")
+
+
 def render(release: "Release") -> str:
     """The privacy section's HTML: unit, guarantee, what it covers and what it does not."""
     epsilon = release.epsilon
@@ -45,19 +53,25 @@ def render(release: "Release") -> str:
         epsilon = release.ledger.epsilon(spent=False)
     eps = num(epsilon)
     factor = f"{math.exp(epsilon):.3g}" if epsilon is not None and epsilon < 50 else "e^epsilon"
+    unit = release.ledger.unit
     lines = [
         "<strong>Privacy unit: one row</strong> of the input table. Two tables are neighbours when one is the "
-        "other with one row added or removed (add/remove neighbours).",
+        "other with one row added or removed (add/remove neighbours)." if unit is None else
+        f"<strong>Privacy unit: one {esc(unit.column)}</strong>: all rows sharing one value of the column "
+        f"{esc(unit.column)}, of which at most {unit.max_rows} were kept (rows beyond that were dropped by a keyed "
+        "random order that depends on that unit's own rows only). Two tables are neighbours when one is the other "
+        f"with one whole unit added or removed; every count was priced for sensitivity {unit.max_rows}. The column "
+        f"{esc(unit.column)} itself is not released.",
         f"<strong>Guarantee:</strong> the whole run (spec inference, selection and measurements) is "
         f"(epsilon = {esc(eps)}, delta = {esc(num(release.delta))})-differentially private, from "
         f"zero-concentrated DP with rho = {esc(num(release.ledger.rho))}. In words: adding or removing any one "
-        f"row changes the probability of any output of this release by at most a factor of {esc(factor)}, "
+        f"{'row' if unit is None else esc(unit.column) + ' (all its rows)'} changes the probability of any "
+        f"output of this release by at most a factor of {esc(factor)}, "
         f"except with a probability of at most {esc(num(release.delta))}. {esc(delta_split(release))}",
         "<strong>Covered:</strong> everything in the release (spec, measurements, model, ledger) and anything "
         "computed from it alone, such as synthetic rows drawn from the model.",
-        "<strong>Not covered:</strong> a person with several rows is protected per row only (k rows: about k "
-        f"times epsilon); {_public_part(release)}a diagnostic computed from the private rows (a report made with "
-        "the data) is not covered.",
+        "<strong>Not covered:</strong> " + _per_unit_caveat(unit) + f"{_public_part(release)}a diagnostic "
+        "computed from the private rows (a report made with the data) is not covered.",
     ]
     if not release.private:
         lines.insert(0, "<strong>This release is NOT private:</strong> it was made with a seeded noise source, so "

@@ -8,6 +8,8 @@ from __future__ import annotations
 import statistics
 from typing import TYPE_CHECKING
 
+from marginals.rules import describe
+
 from ..release_config import MECHANISM_PART, SPEC_PART
 from . import guarantee, spec_section
 from .markup import CSS, cards, details, esc, figure, num, table
@@ -78,8 +80,18 @@ def _cliques(release: "Release", graph_plot: Plot) -> str:
             + details(f"All {len(rows)} measurements (clique, cells, sigma)",
                       table(["#", "measured clique", "cells", "sigma"], rows, numeric=(0, 2, 3)), open_=len(rows) <= 20)
             + f"<p>The model: {len(release.model.cliques)} cliques, {release.model.size_mb:.2f} MB, "
-            f"estimated rows {release.model.total:,.0f}.</p>"
+            f"estimated rows {release.model.total:,.0f}.</p>" + _rules(release)
             + details("Model cliques", model) + details("Configuration of the run", info))
+
+
+def _rules(release: "Release") -> str:
+    """The public rules the model keeps as structural zeros (nothing without rules)."""
+    rules = release.constraints
+    if not rules:
+        return ""
+    return (f"<p>{len(rules)} public rule(s) kept as structural zeros: the model gives every combination they "
+            "forbid probability 0, so no synthetic row breaks them (public knowledge: no budget spent).</p>"
+            + table(["#", "rule"], [(i, describe(r)) for i, r in enumerate(rules, 1)], numeric=(0,)))
 
 
 def _settings(config: dict) -> list[tuple[str, object]]:

@@ -8,6 +8,12 @@ Without ``--data`` it runs on a data set shipped with the package (``--dataset``
     dp-marginals synth --data codes.csv --domain domain.json --epsilon 1 --out synth.csv --release r.npz
     dp-marginals synth --data raw.csv --epsilon 1 --out synth.csv --release r.npz [--spec-budget 0.05]
 
+Person-level privacy: ``--unit COLUMN --max-rows-per-unit K`` (both or neither) protects every
+value of COLUMN (e.g. a person id) with all its rows, keeping at most K rows per value (a keyed
+random choice; `marginals.units`); every count's noise grows K-fold. COLUMN is read from --data
+(a header row is needed) and never released. With a raw CSV alone it needs a --schema that
+leaves nothing to infer (the DP spec inference is priced for one row).
+
 A raw CSV without a header row needs its column names: ``--columns a,b,c`` or a ``--schema``
 listing them in file order, as many as the file has columns. Careless input warns on stderr, also
 under ``--quiet`` (`ddssp.cli.guards`): a header that looks like data, a first row that looks like a
@@ -23,25 +29,27 @@ from pathlib import Path
 from typing import Any, Callable
 
 from aim import AIM, all_k_way, normalize_workload, workload_error
-from aim.raw import SPEC_SHARE, synthesize
+from aim.raw import SPEC_SHARE, synthesize, with_rules
 from aim.targets import check_targets, check_targets_in
 from marginals.limits import check_synthetic_size
-from marginals.dataset import DataError, Dataset
+from marginals.dataset import DataError, Dataset, read_csv_file
 from marginals.datasets import CODEBOOKS, DATASETS
 from marginals.domain import Domain
 from marginals.files import AtomicOutputs, read_json, write_text_atomic
 from marginals.privacy import cdp_rho
 from marginals.randomness import sampling_rng
+from marginals.rules import compile_rules
 from marginals.spec.discretize import Discretizer
 from marginals.spec.infer import SpecInferenceWarning
 from marginals.spec.public import DEFAULT_BINS
+from marginals.units import split_unit
 
 from .common import (
     Renamed, add_csv_output_flags, check_outputs, csv_text, nonnegative_int, note, positive_float, positive_int,
     private_note, row_count, subcommand,
 )
 from .guards import check_delta, check_release_size, warn
-from .raw_csv import add_raw_csv_flags, encode_raw, read_raw_alone
+from .raw_csv import add_raw_csv_flags, encode_raw, raw_error, read_raw, read_raw_alone
 
 # --- the input -----------------------------------------------------------------------------------------
 
@@ -65,6 +73,38 @@ def load_input(args: argparse.Namespace) -> tuple[Dataset, Any]:
     if args.domain or args.spec:
         raise ValueError("--domain and --spec describe a --data file; give --data too")
     return DATASETS[args.dataset](), CODEBOOKS[args.dataset]()  # its codebook: the synthetic rows come out labelled
+
+
+def unit_options(args: argparse.Namespace) -> dict:
+    """--unit and --max-rows-per-unit as AIM's keywords ({} without them); both or neither."""
+    if (args.unit is None) != (args.max_rows_per_unit is None):
+        raise ValueError("--unit COLUMN and --max-rows-per-unit K go together: the column that identifies a person "
+                         "(or other privacy unit) and the most rows one may contribute")
+    return {} if args.unit is None else {"unit": args.unit, "max_rows_per_unit": args.max_rows_per_unit}
+
+
+def load_unit_input(args: argparse.Namespace, column: str) -> tuple[Dataset, Any, Any]:
+    """(coded dataset without the unit column, discretizer or None, unit id of every row) from --data
+    with --domain or --spec; the unit column is split off before anything is coded."""
+    if not args.data or not (args.domain or args.spec):
+        raise ValueError("--unit needs --data (with --domain, --spec or a complete --schema) holding the unit column")
+    if args.no_header:
+        raise ValueError("--unit names a column of a header row: not with --no-header")
+    if args.spec:
+        if args.domain:
+            raise ValueError("give --domain (a CSV of codes) or --spec (a CSV of raw values), not both")
+        disc = Discretizer.load(args.spec)
+        frame, ids = split_unit(read_raw(args, disc), column)
+        try:
+            codes = disc.transform_df(frame, extra="drop" if args.drop_extra else "error")
+        except DataError as exc:
+            raise raw_error(args, exc) from None
+        return Dataset(codes, disc.domain), disc, ids[codes.index.to_numpy()]
+    frame, ids = split_unit(read_csv_file(args.data, dtype={column: str}), column)  # ids as text, whatever other rows hold
+    try:
+        return Dataset(frame, Domain.load(args.domain)), None, ids
+    except DataError as exc:
+        raise DataError(f"{args.data}: {exc}", detail=exc.detail) from None
 
 
 def read_workload(args: argparse.Namespace, domain: Domain) -> Any:
@@ -103,6 +143,31 @@ def read_targets(args: argparse.Namespace, domain: Domain) -> list[str] | None:
     return names
 
 
+def read_rules(args: argparse.Namespace) -> list | None:
+    """--rules: a JSON list of public rules (raw values with a spec, codes with --domain), or None."""
+    if not getattr(args, "rules", None):
+        return None
+    rules = read_json(args.rules, "rules file")
+    if not isinstance(rules, list):
+        raise ValueError(f"{args.rules}: a rules file holds a JSON list of rules, got {type(rules).__name__}")
+    return rules
+
+
+def rule_constraints(args: argparse.Namespace, domain: Domain, disc: Discretizer | None) -> tuple[Any, Any]:
+    """(discretizer with --rules added, AIM's constraints over codes or None): rules in raw values go
+    through the spec (its own "rules" included), rules of a --domain run are over codes."""
+    rules = read_rules(args)
+    try:
+        if disc is not None:
+            disc = with_rules(disc, rules)
+            return disc, disc.rules or None
+        if rules:
+            compile_rules(domain, rules)  # errors name the rule before any row is counted
+        return disc, rules
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{args.rules or args.spec}: {exc}") from None
+
+
 def print_evaluation(data: Any, model: Any, synthetic: Any) -> None:
     """The --evaluate line: workload errors of the model and the synthetic rows against the private rows."""
     workload = all_k_way(data.domain)
@@ -118,24 +183,28 @@ def run(args: argparse.Namespace) -> int:
     """Run ``synth``; returns the exit code."""
     cdp_rho(args.epsilon, args.delta)  # validates the budget before any data is read
     check_delta(args.delta)
+    unit_options(args)  # --unit and --max-rows-per-unit: both or neither
     out_path = Path(args.out or f"results/{input_name(args)}-eps{args.epsilon:g}-synthetic.csv")
     release_path = Path(args.release or f"results/{input_name(args)}-eps{args.epsilon:g}-release.npz")
     check_outputs([("--out", out_path), ("--release", release_path)],
                   [("--data", args.data), ("--domain", args.domain), ("--spec", args.spec), ("--workload", args.workload),
-                   ("--schema", args.schema)])  # fmt: skip
+                   ("--schema", args.schema), ("--rules", args.rules)])  # fmt: skip
     if args.data and not args.domain and not args.spec:  # raw values alone: the spec is inferred under DP
         return synth_raw(args, out_path, release_path, lambda message: note(args, message))
     if args.schema or args.spec_budget is not None or args.columns:
         raise ValueError("--schema, --spec-budget and --columns are for a raw --data without --spec or --domain")
-    data, disc = load_input(args)
+    units = unit_options(args)
+    data, disc, ids = load_unit_input(args, args.unit) if units else (*load_input(args), None)
+    disc, constraints = rule_constraints(args, data.domain, disc)
     if args.rows is not None:  # checked before AIM runs, not after
         check_synthetic_size(args.rows, len(data.domain))
     note(args, f"{input_name(args)}: {len(data.domain)} attributes")
     private_note(args, f"{input_name(args)}: {len(data):,} rows")
     mechanism = AIM(args.epsilon, args.delta, workload=read_workload(args, data.domain),
                     max_model_size=args.max_model_size, max_cells=args.max_cells, insecure_seed=args.insecure_seed,
-                    targets=read_targets(args, data.domain), progress=not args.quiet)  # fmt: skip
-    release = mechanism.run(data)
+                    targets=read_targets(args, data.domain), constraints=constraints,
+                    progress=not args.quiet, **units)  # fmt: skip
+    release = mechanism.run(data, units=ids)
     rows_rng = sampling_rng(args.sample_seed)  # post-processing of the public model: a seed is safe here
     synthetic = release.synthetic_codes(args.rows, rng=rows_rng)
     if disc is not None:
@@ -190,6 +259,8 @@ def synth_raw(args: argparse.Namespace, out_path: Path, release_path: Path, say:
                 rows=args.rows, numeric=args.numeric, insecure_seed=args.insecure_seed, sample_seed=args.sample_seed,
                 max_model_size=args.max_model_size, max_cells=args.max_cells, progress=not args.quiet,
                 targets=target_names(args), show_private_values=getattr(args, "show_private_values", False),
+                rules=read_rules(args),
+                **unit_options(args),
             )
         except DataError as exc:  # a rule of the schema failed on the rows: checked before any budget is spent
             raise ValueError(f"{args.data}: {exc}") from None
@@ -260,6 +331,17 @@ def add_release_flags(p: argparse.ArgumentParser) -> None:
                    help="regression target(s) the release is made for (repeatable or comma-separated): every "
                         "(attribute, target) pair is measured first and the rounds favour what a regression on "
                         "them needs; the release records them")
+    p.add_argument("--rules", metavar="JSON",
+                   help="public rules (JSON list; README 'Public rules'): combinations that cannot occur, kept as "
+                        "structural zeros so no synthetic row breaks them; raw values with a spec (added to the "
+                        "spec's own \"rules\"), codes with --domain; free (no budget), stored in the release")
+    p.add_argument("--unit", metavar="COLUMN",
+                   help="person-level privacy: the column of --data that identifies a person (or other privacy "
+                        "unit); all rows of one value are protected together; the column is never released. "
+                        "Needs --max-rows-per-unit")
+    p.add_argument("--max-rows-per-unit", type=positive_int, default=None, metavar="K",
+                   help="with --unit: the most rows one unit may contribute; rows beyond K are dropped (a keyed "
+                        "random choice within the unit) and every count's noise is K times larger")
     p.add_argument("--max-cells", type=positive_int, default=10_000, metavar="N",
                    help="default workload: the 2-way marginals of at most N cells (default 10000)")
     p.add_argument("--max-model-size", type=positive_float, default=80.0, metavar="MB",

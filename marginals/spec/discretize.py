@@ -7,7 +7,9 @@ bins), then ``"<other>"`` when ``unseen="other"``, then the missing level when
 columns are ordered (`marginals.Domain.ordinal`): each numeric column's bins, not its extra levels. The transform report
 (clipped / other / missing / dropped counts) is computed from the private rows: it is for the
 data holder and must not be published. The rows a spec leaves out ("drop" rules) are described by
-public statements, `Discretizer.excluded` (recorded under the spec's ``"excluded"`` key). Specs inferred from private rows under differential
+public statements, `Discretizer.excluded` (recorded under the spec's ``"excluded"`` key). Its
+optional ``"rules"`` (public: what cannot occur, `marginals.spec.rules`) compile to rules over codes,
+`Discretizer.rules`, that a run keeps as structural zeros. Specs inferred from private rows under differential
 privacy come from `marginals.spec.infer`; drafts from public information from `marginals.spec.public`.
 """
 
@@ -24,6 +26,7 @@ import pandas as pd
 from ..dataset import DataError, Dataset
 from ..domain import Domain
 from ..files import PRIVATE_MODE, AtomicOutputs, read_json, write_text_atomic
+from .rules import compile_spec_rules
 from .columns import (
     MISSING_LABEL,
     MISSING_OPTIONS,
@@ -38,7 +41,7 @@ from .columns import (
 
 __all__ = ["Discretizer", "SpecError", "OTHER_LABEL", "MISSING_LABEL", "UNSEEN_OPTIONS", "MISSING_OPTIONS"]
 
-_TOP_KEYS = {"columns", "unseen", "missing", "missing_markers", "note", "version", "excluded"}
+_TOP_KEYS = {"columns", "unseen", "missing", "missing_markers", "note", "version", "excluded", "rules"}
 #: the fields of one statement of a spec's ``"excluded"`` list (rows a "drop" rule leaves out).
 EXCLUDED_FIELDS = ("column", "rule", "statement", "bound", "noisy_count")
 EXCLUDED_RULES = ("missing", "unseen")
@@ -121,6 +124,8 @@ class Discretizer:
         # numeric columns are ordinal: their bins are ordered, the <other> / <missing> levels after them are not
         ordinal = {c.name: len(c.values) for c in self._columns if c.kind == "numeric" and c.values}
         self.domain = Domain(tuple(c.name for c in self._columns), tuple(c.size for c in self._columns), ordinal)
+        #: the spec's public ``"rules"`` over codes (`marginals.rules`; raw form: `marginals.spec.rules`)
+        self.rules = compile_spec_rules(self._columns, self.domain, spec.get("rules", []))
         self.last_report: dict[str, Any] | None = None
 
     @classmethod
@@ -170,6 +175,10 @@ class Discretizer:
     def labels(self, column: str) -> list[str]:
         """Readable label of every code of ``column`` (categories, bin intervals, ``<other>``, ``<missing>``)."""
         return self._columns[self.domain.axes([column])[0]].labels()
+
+    def column(self, name: str) -> Any:
+        """The compiled column ``name`` (`marginals.spec.columns.Column`: its levels, edges, lookup)."""
+        return self._columns[self.domain.axes([name])[0]]
 
     def transform_df(self, df: pd.DataFrame, extra: str = "error", show_private_values: bool = False) -> pd.DataFrame:
         """Codes of ``df`` as a DataFrame in domain order (index kept); counts go to ``last_report``.

@@ -22,6 +22,10 @@ How the standard error (``se``) is obtained, per query (column ``se_from``):
   It is the noise of the fit with the released model as the truth: it does not cover the bias of
   the model's independence assumptions (the truth may not follow them).
 
+A cell the release's public rules forbid (a structural zero: the model gives it exactly 0, and so
+does the truth) has ``se`` 0; the GLS above does not use the rules, so it is unbiased but not the
+minimum variance when they forbid cells of a measured clique.
+
 ``se_fraction`` is the standard error of ``fraction`` (the count over the model's total): the delta
 method on the GLS count and total when measured, the replicates' spread of count / total when
 inferred. With ``alpha``, ``lower`` and ``upper`` are count +- z_{1 - alpha/2} se (the lower bound
@@ -160,6 +164,8 @@ def query(release: Any, attrs: Sequence[str], *, alpha: float | None = None, n_b
         tables, totals = bootstrap_marginals(release, [attrs], n_boot, random_state)[0]
         se = tables.std(axis=0, ddof=1)
         se_fraction = (tables / totals.reshape((-1,) + (1,) * len(attrs))).std(axis=0, ddof=1)
+    forbidden = counts == 0.0  # only a structural zero (a public rule's -inf potential) gives exactly 0
+    se, se_fraction = np.where(forbidden, 0.0, se), np.where(forbidden, 0.0, se_fraction)
     table = pd.DataFrame(cell_values(release, attrs))
     table["count"] = counts.ravel()
     table["fraction"] = counts.ravel() / total if total > 0 else np.nan

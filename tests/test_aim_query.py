@@ -266,3 +266,22 @@ def test_measured_cells_cover_the_true_marginal_near_nominal():
     coverage = np.mean(np.abs(z) <= 1.6448536269514722)
     assert 0.85 <= coverage <= 0.95, coverage
     assert np.mean(np.abs(z) <= 1.6448536269514722 / 2) < 0.7  # the control: too narrow bars are caught
+
+
+def test_structural_zeros_have_no_error_bar():
+    """A cell a public rule forbids is 0 in the model and in the truth: its se is 0, the others keep theirs."""
+    from types import SimpleNamespace
+
+    allowed = np.ones((2, 3), dtype=bool)
+    allowed[1, 2] = False
+    rng = np.random.default_rng(0)
+    truth = rng.integers(50, 400, DOMAIN.shape).astype(float)
+    truth[1, 2, :] = 0
+    ms = [noisy(DOMAIN, truth, c, 4.0, rng) for c in [("a", "b"), ("c",)]]
+    model = estimate(DOMAIN, ms, iters=200, zeros=[SimpleNamespace(attrs=("a", "b"), allowed=allowed)])
+    release = Release(DOMAIN, ms, model, Accountant(1e6), private=False)
+    q = release.query(["a", "b"], alpha=0.1)
+    hit = (q.a == 1) & (q.b == 2)
+    assert q.loc[hit, "count"].item() == 0 and q.loc[hit, "se"].item() == 0 and q.loc[hit, "upper"].item() == 0
+    assert np.allclose(q.loc[~hit, "se"], math.sqrt(gls_variance(ms, DOMAIN, ["a", "b"])[0]))
+    assert (q.loc[~hit, "se"] > 3).all()

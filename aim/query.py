@@ -6,9 +6,9 @@ How the standard error (``se``) is obtained, per query (column ``se_from``):
 
 - ``"measured"``: some measurement's clique holds every queried attribute. ``se`` is then the exact
   standard deviation of the best linear unbiased (GLS) estimate of each cell's count from all the
-  release's measurements, around the count of the private rows: the measurements are Gaussian with
-  their recorded sigmas (the exact discrete Gaussian's variance is at most sigma^2), independent,
-  and unbiased (`pgm.measured`). One measurement of the set gives sigma; one of a larger clique C
+  release's measurements, around the count of the private rows (with a privacy unit: the rows kept,
+  at most k per unit): the measurements are unbiased, independent and Gaussian with their recorded
+  sigmas (for the exact discrete Gaussian, the square root of its variance; `pgm.measured`). One measurement of the set gives sigma; one of a larger clique C
   gives sigma sqrt(|C| / |S|) (cells); several are combined by inverse variance, and the 1-way
   measurements reduce it further. The release's answer is the model's marginal, which equals that
   GLS estimate when the fit has converged and the model's non-negativity does not bind; in small

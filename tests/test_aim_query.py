@@ -285,3 +285,26 @@ def test_structural_zeros_have_no_error_bar():
     assert q.loc[hit, "count"].item() == 0 and q.loc[hit, "se"].item() == 0 and q.loc[hit, "upper"].item() == 0
     assert np.allclose(q.loc[~hit, "se"], math.sqrt(gls_variance(ms, DOMAIN, ["a", "b"])[0]))
     assert (q.loc[~hit, "se"] > 3).all()
+
+
+def test_query_on_a_person_level_release_with_rules():
+    """Issue 28's other features on one release: the rule's forbidden cell has count and se 0, the
+    measured noise is the recorded (unit-scaled) sigma, the values are the spec's labels."""
+    from aim import synthesize
+
+    spec = {"columns": {"relationship": {"type": "categorical", "categories": ["Husband", "Wife", "Other"]},
+                        "sex": {"type": "categorical", "categories": ["Female", "Male"]}},
+            "rules": [{"forbid": {"relationship": "Husband", "sex": "Female"}, "name": "a husband is male"}]}
+    rng = np.random.default_rng(0)
+    rel = rng.choice(["Husband", "Wife", "Other"], 2000)
+    sex = np.where(rel == "Husband", "Male", np.where(rel == "Wife", "Female", rng.choice(["Female", "Male"], 2000)))
+    df = pd.DataFrame({"person_id": np.arange(2000) // 2, "relationship": rel, "sex": sex})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        release, _ = synthesize(df, 2.0, spec=spec, unit="person_id", max_rows_per_unit=2, insecure_seed=3, rows=10,
+                                rounds=6, max_iters=10, final_iters=20)  # fmt: skip
+    q = release.query(["relationship", "sex"], alpha=0.1)
+    husband_f = (q.relationship == "Husband") & (q.sex == "Female")
+    assert q.loc[husband_f, "count"].item() == 0 and q.loc[husband_f, "se"].item() == 0
+    variance, _ = gls_variance(release.measurements, release.domain, ["relationship", "sex"])
+    assert np.allclose(q.loc[~husband_f, "se"], math.sqrt(variance)) and set(q.se_from) == {"measured"}

@@ -95,6 +95,27 @@ def test_regression_on_the_combined_release(release):
     assert np.all(np.isfinite(fit.coef_)) and fit.coef_.shape[0] == len(fit.encoded_feature_names_)
 
 
+def test_mechanism_intervals_rerun_a_person_level_release_with_its_rules(release, monkeypatch):
+    """The bootstrap reruns AIM with the release's unit (k-fold noise; each drawn row its own unit) and rules."""
+    from aim import AIM
+
+    seen = []
+    run = AIM.run
+
+    def spy(self, dataset, units=None):
+        seen.append((self._config.max_rows_per_unit, None if units is None else len(np.unique(units)) == len(units),
+                     len(self._config.constraints or ())))  # fmt: skip
+        return run(self, dataset, units=units)
+
+    monkeypatch.setattr(AIM, "run", spy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = DDSSPLinearRegression("hours", categorical=["marital", "relationship", "sex"], interval="mechanism",
+                                    n_boot=2, random_state=0, progress=False).fit(release)  # fmt: skip
+    assert seen == [(2, True, 2)] * 2
+    assert np.all(np.isfinite(fit.coef_interval_))
+
+
 def test_cli_runs_the_same_combination(tmp_path, capsys):
     import json
 

@@ -9,7 +9,8 @@ on D* with the release's configuration (epsilon, delta, workload, schedule and f
 ``release.mechanism_config()``; float Gaussian noise of the same sigmas instead of the exact discrete
 Gaussian, seeded from the caller's Generator), fits the estimator to that release, and subtracts
 the estimator fitted to the exact marginals of D* (the OLS of D* for linear DD-SSP). This replays
-every random step of a release: the measurement noise, the exponential-mechanism selection and
+every random step of a release (a person-level release's k-fold noise too; each drawn row is its
+own unit): the measurement noise, the exponential-mechanism selection and
 sigma annealing, the noisy total, and the Private-PGM fit that pools overlapping measurements, keeps
 the model non-negative and stops early; and the estimator's own non-linearity. Cost: ``n_boot``
 AIM runs (seconds each on a few attributes, far more on big domains).
@@ -135,9 +136,12 @@ def mechanism_errors(estimator: Any, source: Any, n_boot: int, rng: np.random.Ge
     for _ in reruns(n_boot, progress):
         rows = release.model.synthetic_data(n, rng)
         config = rerun_config(release, int(rng.integers(2**63 - 1)))
+        # a person-level release reruns with its k-fold noise; each drawn row is its own unit (the model
+        # already describes the bounded rows, at most k per unit, so none is dropped again)
+        units = None if config.unit is None else np.arange(len(rows))
         with warnings.catch_warnings():  # the seeded rerun warns that it is not private: it needs not be
             warnings.simplefilter("ignore")
-            rerun = AIM.from_config(config).run(Dataset(rows, release.domain))
+            rerun = AIM.from_config(config).run(Dataset(rows, release.domain), units=units)
         theta = fitted_theta(estimator, ModelMarginals(domain, rerun.model))
         truth = fitted_theta(estimator, Dataset(rows[attrs], domain))
         errors.append(theta - truth)

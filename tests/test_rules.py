@@ -140,3 +140,39 @@ def test_sampling_never_gives_the_rounding_slack_to_a_zero_category():
     groups = np.zeros(200_000, dtype=np.int64)
     drawn = group_sample(groups, cond, np.random.default_rng(3))
     assert drawn.max() == 9 and np.bincount(drawn).min() >= 19_999
+
+
+def test_neighbours_with_a_row_that_breaks_a_rule_differ_only_in_its_counts():
+    """D and D plus one row that breaks a public rule (a = 0 with b = 3), same seed: AIM with the rules
+    charges the same prices, warns the same (nothing says the data break a rule), every 1-way noisy
+    count moves by exactly the row's cell, and both models give the forbidden cells probability 0."""
+    import warnings
+
+    import pandas as pd
+
+    from aim import AIM
+    from marginals.dataset import Dataset
+
+    rng = np.random.default_rng(3)
+    rows = pd.DataFrame({a: rng.integers(0, n, 400) for a, n in zip(DOM.attrs, DOM.shape)})
+    keep = ~violations({a: rows[a].to_numpy() for a in DOM.attrs}, compile_rules(DOM, RULES))
+    data = Dataset(rows[keep].reset_index(drop=True), DOM)
+    bad = pd.DataFrame([{"a": 0, "b": 3, "c": 0, "d": 0}])
+    assert violations({a: bad[a].to_numpy() for a in DOM.attrs}, compile_rules(DOM, RULES)).all()
+    plus = Dataset(pd.concat([data.to_df(), bad], ignore_index=True), DOM)
+    runs, caught = [], []
+    for d in (data, plus):
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            runs.append(AIM(1.0, 1e-6, constraints=RULES, insecure_seed=5, rounds=8, max_iters=5, final_iters=10).run(d))
+        caught.append(sorted(str(w.message) for w in seen))
+    assert caught[0] == caught[1]
+    for attr, (m0, m1) in zip(DOM.attrs, zip(*(r.measurements[:len(DOM)] for r in runs))):
+        assert m0.clique == m1.clique == (attr,) and m0.sigma == m1.sigma
+        expected = np.zeros(DOM[attr])
+        expected[int(bad[attr][0])] = 1.0
+        np.testing.assert_array_equal(m1.noisy_counts - m0.noisy_counts, expected)
+    first = [[(c.label, c.rho) for c in r.ledger.charges[:len(DOM)]] for r in runs]
+    assert first[0] == first[1]
+    for r in runs:
+        assert r.model.project(("a", "b")).values[0, 3] == 0.0

@@ -22,6 +22,7 @@ from marginals.rules import check_rules
 from marginals.units import PrivacyUnit, check_unit
 from pgm.estimation import LOSS_WEIGHTS
 
+from .analysis import check_analysis_share
 from .targets import check_share, check_targets
 from .workload import workload_items
 
@@ -93,6 +94,9 @@ class AIMConfig:
             forbidden combinations, functions): the cells they forbid get probability exactly 0 in
             every fit and their attribute sets join the model's cliques. Public: no budget, stored
             in the release. Checked against the domain when the run starts. None (default): none.
+        analysis_share: the share of rho, in (0, 1), a run given ``analysis=`` (`AIM.run`) keeps for the
+            Newton refinement of that regression (`aim.analysis`); None (default): 0.3 when an analysis
+            is given. Written only when set (a release records the share its analysis used).
         unit / max_rows_per_unit: person-level privacy (`marginals.units`): the column of the rows
             given to `AIM.run` (``units=``) that identifies a person (or other privacy unit), and k,
             the most rows a unit may contribute (>= 1; rows beyond it are dropped by a keyed hash
@@ -123,6 +127,7 @@ class AIMConfig:
     targets: tuple[str, ...] | None = None
     target_share: float | None = None
     constraints: tuple[dict[str, Any], ...] | None = None
+    analysis_share: float | None = None
     unit: str | None = None
     max_rows_per_unit: int | None = None
     insecure_seed: int | None = field(default=None, repr=False, metadata={"secret": True})
@@ -148,6 +153,7 @@ class AIMConfig:
             "targets": None if self.targets is None else check_targets(self.targets),
             "target_share": check_share(self.target_share),
             "constraints": None if self.constraints is None else check_rules(self.constraints),
+            "analysis_share": check_analysis_share(self.analysis_share),
             "max_rows_per_unit": None if self.privacy_unit is None else self.privacy_unit.max_rows,
             "insecure_seed": None if self.insecure_seed is None else check_seed(self.insecure_seed, "insecure_seed"),
         }
@@ -182,8 +188,8 @@ class AIMConfig:
             if f.metadata.get("secret") or (f.name in TARGET_FIELDS and self.targets is None) or (
                     f.name in UNIT_FIELDS and self.unit is None):
                 continue  # a run without targets (or unit) writes what the versions before them wrote
-            if f.name == "constraints" and self.constraints is None:
-                continue  # likewise a run without rules
+            if f.name in ("constraints", "analysis_share") and getattr(self, f.name) is None:
+                continue  # likewise a run without rules or analysis
             value = getattr(self, f.name)
             if f.name == "workload" and value is not None:
                 value = [[list(clique), weight] for clique, weight in value]

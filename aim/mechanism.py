@@ -39,14 +39,13 @@ from round to round lives in one `_RunState`; the hyperparameters in one `AIMCon
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from marginals.dataset import Dataset
 from marginals.domain import Domain
-from marginals.maps import ExponentialMap, GaussianMap
 from marginals.measurement import Measurement
 from marginals.mechanisms import exponential_mechanism, measure_counts
 from marginals.privacy import BUDGET_RTOL, Accountant, BudgetExceeded, cdp_rho
@@ -59,71 +58,27 @@ from pgm.junction_tree import model_size_mb
 from pgm.kernels.blas import one_blas_thread
 from pgm.model import Model
 
+from .analysis import DEFAULT_SHARE as DEFAULT_ANALYSIS_SHARE
+from .analysis import check_plan, run_analysis
 from .config import DEFAULT_DELTA, ESTIMATOR_OPTIONS, AIMConfig
 from .progress import RunProgress
 from .release import Release
 from .release_config import build_config
+from .schedule import (
+    EXPECTED_L1,
+    _capped_iters,
+    _l1_distances,
+    check_ledger,
+    plan_round,
+    round_cost,
+    round_scales,
+    should_anneal,
+)
 from .size_filter import filter_candidates
 from .targets import check_targets_in, default_share, needed_share, noisy_total, pair_sigmas, target_pairs, target_workload
 from .workload import Clique, Workload, all_k_way, candidates, normalize_workload
 
 __all__ = ["AIM", "AIMConfig", "ESTIMATOR_OPTIONS", "plan_round", "round_cost", "round_scales", "should_anneal"]
-
-MEASURE_SHARE = 0.9  # of each round's budget; the rest pays for the selection
-EXPECTED_L1 = math.sqrt(2 / math.pi)  # E|N(0, 1)|
-
-
-def round_scales(rho_round: float, sensitivity: float = 1.0) -> tuple[float, float]:
-    """(sigma, eps_select) that spend ``rho_round`` split 90% measurement / 10% selection (sigma for
-    counts of L2 ``sensitivity``: k rows per privacy unit)."""
-    sigma = GaussianMap(sensitivity).sigma(MEASURE_SHARE * rho_round)
-    eps = ExponentialMap().epsilon((1 - MEASURE_SHARE) * rho_round)
-    return sigma, eps
-
-
-def round_cost(sigma: float, eps: float, sensitivity: float = 1.0) -> float:
-    """zCDP cost of one round: a Gaussian measurement plus one exponential-mechanism selection."""
-    return GaussianMap(sensitivity).rho(sigma) + ExponentialMap().rho(eps)
-
-
-def plan_round(remaining: float, sigma: float, eps: float, sensitivity: float = 1.0) -> tuple[float, float, bool]:
-    """Scales for the next round; the last round (less than two rounds' budget left) spends the remainder."""
-    if remaining < 2 * round_cost(sigma, eps, sensitivity):
-        sigma, eps = round_scales(remaining, sensitivity)
-        return sigma, eps, True
-    return sigma, eps, False
-
-
-def should_anneal(before: np.ndarray, after: np.ndarray, sigma: float) -> bool:
-    """True when the measured marginal moved no more than the expected L1 norm of its noise."""
-    return float(np.abs(after - before).sum()) <= EXPECTED_L1 * sigma * before.size
-
-
-def _capped_iters(domain, cliques, most: int, least: int, work: float) -> int:
-    """``most`` iterations, fewer when the model's cells x iterations would exceed ``work`` (never below ``least``)."""
-    cells = model_size_mb(domain, cliques) * 2**20 / 8
-    return int(min(most, max(least, work // max(cells, 1.0))))
-
-
-def _l1_distances(truths: list[np.ndarray], estimates: list[np.ndarray], sizes: np.ndarray, chunk: int = 1 << 18) -> np.ndarray:
-    """||truth - estimate||_1 per candidate: a few flat passes over groups of about ``chunk`` cells
-    (not one numpy round trip per candidate, nor every candidate's cells in memory at once)."""
-    out = np.empty(len(truths))
-    ends = np.cumsum(sizes)
-    start = 0
-    while start < len(truths):
-        stop = max(start + 1, int(np.searchsorted(ends, ends[start] - sizes[start] + chunk, side="right")))
-        diff = np.empty(int(ends[stop - 1] - ends[start] + sizes[start]))
-        pos = 0
-        for e in estimates[start:stop]:  # one copy each, whatever the estimate's memory order
-            diff[pos : pos + e.size].reshape(e.shape)[...] = e
-            pos += e.size
-        np.subtract(np.concatenate([t.ravel() for t in truths[start:stop]]), diff, out=diff)  # truths: counts (ints)
-        np.abs(diff, out=diff)
-        out[start:stop] = np.add.reduceat(diff, np.cumsum(sizes[start:stop]) - sizes[start:stop])
-        start = stop
-    return out
-
 
 @dataclass
 class _RunState:
@@ -147,6 +102,9 @@ class _RunState:
     target_share: float = 0.0
     zeros: tuple = ()  # the public rules' structural zeros (`marginals.rules`), kept by every fit
     sensitivity: float = 1.0  # of a count marginal: k rows per privacy unit (`marginals.units`)
+    budget: float = 0.0  # the rho AIM's own measurements and selections may spend (the rest: the analysis)
+    rows: Any = None  # the (bounded) private rows, for the analysis only; never leave the run
+    analysis_share: float = 0.0
 
 
 class AIM:
@@ -186,27 +144,35 @@ class AIM:
     def __repr__(self) -> str:
         return f"AIM({self._config!r}, progress={self.progress})"
 
-    def run(self, dataset: RowSource, units: Any = None) -> Release:
+    def run(self, dataset: RowSource, units: Any = None, analysis: Any = None, spec: Any = None) -> Release:
         """Run AIM on ``dataset`` and return the release (measurements, model, ledger, log).
 
         ``units``: with a privacy unit (``unit=``, ``max_rows_per_unit=``), the unit id of every
         row (an array or Series in row order, or a DataFrame holding the ``unit`` column; never
-        released); at most k rows per unit are kept (`marginals.units.bound_rows`)."""
+        released); at most k rows per unit are kept (`marginals.units.bound_rows`).
+        ``analysis``: a DD-SSP estimator (public hyperparameters) whose regression the release
+        serves: ``analysis_share`` of rho is kept for its Newton refinement (`aim.analysis`).
+        ``spec``: the domain's public spec (a `Discretizer` or dict), attached to the release (before
+        the analysis fits itself to it: a spec's class labels shape a logistic regression)."""
         if not is_rows(dataset):
             raise TypeError(
                 f"AIM.run needs private rows (a marginals.Dataset or DaskDataset), got {type(dataset).__name__}"
             )
+        if analysis is not None:
+            check_plan(analysis)
+            if not isinstance(dataset, Dataset):
+                raise TypeError(f"analysis= needs the rows in memory (a marginals.Dataset), got {type(dataset).__name__}")
         check_unweighted(dataset, "AIM.run")  # weighted counts: sensitivity 1 would not hold
         if (units is None) != (self._config.unit is None):
             raise ValueError(f"AIM.run: units are required with unit={self._config.unit!r}: the unit id of every row "
                              "(an array or Series, or a DataFrame holding the column)" if self._config.unit else
                              "AIM.run: units given, but the AIM has no unit= (the privacy unit is one row)")
         with one_blas_thread():  # the engine's own threads, not BLAS's (pgm.kernels.blas)
-            return self._run(dataset, units)
+            return self._run(dataset, units, analysis, spec)
 
-    def _run(self, dataset: RowSource, units: Any = None) -> Release:
-        """Initialise, run the rounds until the budget is spent, and the final fit."""
-        state = self._initialise(dataset, units)
+    def _run(self, dataset: RowSource, units: Any = None, analysis: Any = None, spec: Any = None) -> Release:
+        """Initialise, run the rounds until the budget is spent, the final fit and the analysis."""
+        state = self._initialise(dataset, units, analysis)
         progress = RunProgress(self.progress, state.ledger.rho)
         progress.start(
             f"AIM: eps={self._config.epsilon:g} delta={self._config.delta:g} rho={state.ledger.rho:.6g}, "
@@ -218,7 +184,7 @@ class AIM:
             progress.round(self._round(state))
         self._finish(state)
         progress.finish(len(state.log), state.model.size_mb)
-        return Release(
+        release = Release(
             domain=state.domain,
             measurements=state.measurements,
             model=state.model,
@@ -227,14 +193,23 @@ class AIM:
             config=build_config(self._resolved(state)),
             private=state.rng.private,
         )
+        if spec is not None:
+            release = release.with_spec(spec)
+        if analysis is not None:
+            release.analysis = run_analysis(release, state.rows, analysis, state.analysis_share, state.rng, state.ledger,
+                                            self._config.exact_noise, state.sensitivity)  # fmt: skip
+            check_ledger(state.ledger)
+        return release
 
     def _resolved(self, state: _RunState) -> AIMConfig:
         """The configuration the release records: the workload the run resolved, and with targets
         the share of rho their pairs spent."""
         resolved = dataclasses.replace(self._config, workload=tuple(state.workload))
+        if state.analysis_share:
+            resolved = dataclasses.replace(resolved, analysis_share=state.analysis_share)
         return dataclasses.replace(resolved, target_share=state.target_share) if resolved.targets else resolved
 
-    def _initialise(self, dataset: RowSource, units: Any = None) -> _RunState:
+    def _initialise(self, dataset: RowSource, units: Any = None, analysis: Any = None) -> _RunState:
         """Workload and candidates, the budget and its ledger, the bound on each unit's rows, the
         true answers (computed once), the 1-way (and target-pair) measurements and the first fit."""
         cfg = self._config
@@ -258,9 +233,12 @@ class AIM:
         answers = dict(zip(queries, dataset.marginals(queries)))
         share = 0.0 if not targets else cfg.target_share or default_share(len(pairs), len(domain))
         k = float(ledger.sensitivity)
-        sigma, eps = round_scales((1 - share) * rho / T, k)  # the rounds plan on what the target pairs leave
+        analysis_share = 0.0 if analysis is None else cfg.analysis_share or DEFAULT_ANALYSIS_SHARE
+        budget = (1 - analysis_share) * rho  # what AIM itself spends; the analysis keeps the rest
+        sigma, eps = round_scales((1 - share) * budget / T, k)  # the rounds plan on what the target pairs leave
         state = _RunState(domain, workload, answers, cand_weights, list(cand_weights), T, ledger, rng, sigma, eps,
-                          sensitivity=k, zeros=zeros)
+                          sensitivity=k, zeros=zeros, budget=budget, rows=None if analysis is None else dataset,
+                          analysis_share=analysis_share)
         self._measure(state, [(c, sigma, f"init {c[0]}") for c in oneway])
         if targets:
             self._measure_targets(state, pairs, share, T)
@@ -279,7 +257,7 @@ class AIM:
         """The target pairs' measurements. With the default share, no more than the pairs need
         (`aim.targets.needed_share`, from the 1-way measurements' noisy total: post-processing),
         and the rounds' scales planned on what they leave."""
-        rho = state.ledger.rho
+        rho = state.budget
         if self._config.target_share is None:
             k = state.sensitivity
             share = min(share, needed_share(state.domain, pairs, rho, noisy_total(state.measurements), sensitivity=k))
@@ -301,10 +279,10 @@ class AIM:
         """One round: plan the scales, filter, select, measure, refit and test for annealing; the
         round's log entry."""
         cfg = self._config
-        state.sigma, state.eps, state.last = plan_round(state.ledger.rho - state.ledger.spent, state.sigma, state.eps,
+        state.sigma, state.eps, state.last = plan_round(state.budget - state.ledger.spent, state.sigma, state.eps,
                                                         state.sensitivity)
         rho_used = state.ledger.spent + round_cost(state.sigma, state.eps, state.sensitivity)
-        allowed = self._filter(state.domain, state.model, state.cand_list, cfg.max_model_size * rho_used / state.ledger.rho)
+        allowed = self._filter(state.domain, state.model, state.cand_list, cfg.max_model_size * rho_used / state.budget)
         number = len(state.log) + 1
         choice, before = self._select(state, allowed, number)
         state.measurements.append(measure_counts(
@@ -372,8 +350,9 @@ class AIM:
         """The final fit (covering the last measurement) and the ledger check."""
         iters = self._final_iters(state.domain, tuple(m.clique for m in state.measurements) + state.model.cliques)
         state.model = self._fit(state, iters, self._config.final_tol)
-        if not state.ledger.spent <= state.ledger.rho * (1 + BUDGET_RTOL):
-            raise BudgetExceeded(f"privacy ledger exceeds the budget: spent {state.ledger.spent!r} of {state.ledger.rho!r}")
+        check_ledger(state.ledger)
+        if not state.ledger.spent <= state.budget * (1 + BUDGET_RTOL):
+            raise BudgetExceeded(f"AIM spent {state.ledger.spent!r} of the {state.budget!r} its analysis leaves it")
 
     def _fit(self, state: _RunState, iters: int, tol: float | None) -> Model:
         """One `pgm.estimate` call on all measurements so far, warm-started from the current model,

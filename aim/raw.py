@@ -98,7 +98,7 @@ def synthesize(data: pd.DataFrame, epsilon: float, delta: float = 1e-9, *, spec:
                spec_share: float = SPEC_SHARE, bins: int = DEFAULT_BINS, rows: int | None = None,
                numeric: str = "uniform", insecure_seed: int | None = None, sample_seed: Any = None,
                show_private_values: bool = False, rules: Any = None, unit: str | None = None,
-               max_rows_per_unit: int | None = None, **aim_options) -> tuple[Release, pd.DataFrame]:
+               max_rows_per_unit: int | None = None, analysis: Any = None, **aim_options) -> tuple[Release, pd.DataFrame]:
     """Run AIM on a raw DataFrame and return (release, readable synthetic rows).
 
     ``spec``: a public spec (dict, path or `Discretizer`); otherwise ``schema`` (public; default the
@@ -112,7 +112,8 @@ def synthesize(data: pd.DataFrame, epsilon: float, delta: float = 1e-9, *, spec:
     ``marginals.dataset.read_csv_file(path, text=True)`` to keep ids above 2^53 exact). A spec rule
     that fails raises before any budget is spent, naming the column and the rule (values and counts
     only with ``show_private_values``, for the data holder). ``unit`` / ``max_rows_per_unit``:
-    person-level privacy (a column of ``data`` and k; see the module docstring).
+    person-level privacy (a column of ``data`` and k; see the module docstring). ``analysis``: a DD-SSP
+    estimator whose regression the release serves (`aim.analysis`; ``analysis_share`` of the budget).
     """
     if not isinstance(data, pd.DataFrame):
         raise TypeError(f"synthesize expects a pandas DataFrame of raw values, got {type(data).__name__}")
@@ -141,19 +142,20 @@ def synthesize(data: pd.DataFrame, epsilon: float, delta: float = 1e-9, *, spec:
                                   show_private_values=show_private_values)
         unit_options = {} if privacy_unit is None else {"unit": unit, "max_rows_per_unit": max_rows_per_unit}
         release = AIM(epsilon, delta, insecure_seed=insecure_seed, **unit_options, **_rule_options(disc, aim_options)).run(
-            Dataset(codes, disc.domain), units=None if units is None else units[codes.index.to_numpy()]).with_spec(disc)
+            Dataset(codes, disc.domain), units=None if units is None else units[codes.index.to_numpy()], analysis=analysis,
+            spec=disc)
     elif privacy_unit is not None:
         raise ValueError("person-level privacy (a unit) needs a public spec, or a schema that leaves nothing to "
                          "infer: the DP spec inference is priced for one row; give the categories and bounds")
     else:
         release = _synthesize_inferred(data, epsilon, delta, partial, spec_share, bins, insecure_seed, aim_options,
-                                       show_private_values, rules)
+                                       show_private_values, rules, analysis)
     return release, release.synthetic_data(rows, rng=sample_seed, numeric=numeric)
 
 
 def _synthesize_inferred(data: pd.DataFrame, epsilon: float, delta: float, partial: dict, spec_share: float,
                          bins: int, insecure_seed: int | None, aim_options: dict, show: bool = False,
-                         rules: Any = None) -> Release:
+                         rules: Any = None, analysis: Any = None) -> Release:
     """The DP spec inference and AIM on one ledger (see the module docstring); the public ``rules``
     are compiled against the inferred spec (a rule that cuts a DP bin stops the run before AIM)."""
     gaps = spec_gaps(partial)
@@ -168,7 +170,8 @@ def _synthesize_inferred(data: pd.DataFrame, epsilon: float, delta: float, parti
     coded = disc.transform(data.set_axis([str(c) for c in data.columns], axis=1), extra="drop",
                            show_private_values=show)
     eps_aim = aim_epsilon(ledger.remaining, ledger.delta)
-    inner = AIM(eps_aim, ledger.delta, insecure_seed=aim_seed, **_rule_options(disc, aim_options)).run(coded)
+    inner = AIM(eps_aim, ledger.delta, insecure_seed=aim_seed, **_rule_options(disc, aim_options)).run(
+        coded, analysis=analysis, spec=disc)
     for c in inner.ledger.charges:
         ledger.charge(c.rho, c.label, c.mechanism, **c.params)
     assert ledger.spent <= ledger.rho * (1 + BUDGET_RTOL), "privacy ledger exceeds the budget"
@@ -178,4 +181,4 @@ def _synthesize_inferred(data: pd.DataFrame, epsilon: float, delta: float, parti
     rounds = [{**r, "rho_used": r["rho_used"] + spec_rho} if "rho_used" in r else r for r in inner.rounds]
     return Release(domain=inner.domain, measurements=inner.measurements, model=inner.model, ledger=ledger,
                    rounds=rounds, config=config, private=inner.private and insecure_seed is None,
-                   spec=disc.to_spec())
+                   spec=disc.to_spec(), analysis=inner.analysis)

@@ -56,6 +56,7 @@ class Release:
     config: dict = field(default_factory=dict)  # {"mechanism": ..., "spec": ...}: see `aim.release_config`
     private: bool = True
     spec: dict | None = None  # the public discretization spec of the domain, if any
+    analysis: Any = None  # the Newton refinement of the regression the release serves (`aim.analysis`), if any
 
     def __post_init__(self) -> None:
         release_config.check_config(self.config)
@@ -178,7 +179,8 @@ class Release:
     def save(self, path: str | os.PathLike) -> None:
         """Write the release to one ``.npz`` file atomically (format: `aim.storage`)."""
         write_release(path, domain=self.domain, measurements=self.measurements, model=self.model, ledger=self.ledger,
-                      rounds=self.rounds, config=self.config, private=self.private, spec=self.spec)
+                      rounds=self.rounds, config=self.config, private=self.private, spec=self.spec,
+                      analysis=self.analysis)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Release":

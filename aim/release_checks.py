@@ -243,6 +243,9 @@ def _check_unit(config: dict, ledger: Accountant, path: Any) -> None:
         if "sensitivity" in c.params and c.params["sensitivity"] != ledger.sensitivity:
             raise _fail(path, f"ledger charge {c.label!r:.60}: priced for sensitivity {c.params['sensitivity']!r}, "
                               f"but the privacy unit holds up to {ledger.sensitivity} row(s)")
+        if "rows_per_unit" in c.params and c.params["rows_per_unit"] != ledger.sensitivity:  # a derived L2 bound's k
+            raise _fail(path, f"ledger charge {c.label!r:.60}: derived for {c.params['rows_per_unit']!r} row(s) per unit, "
+                              f"but the privacy unit holds up to {ledger.sensitivity} row(s)")
 
 
 def _check_config(config: dict, path: Any) -> None:

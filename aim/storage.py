@@ -7,7 +7,9 @@ Version 3 added the optional ``spec``; version 4 stores the configuration in par
 (`aim.release_config`) and may hold the domain's public ``ordinal`` metadata (`marginals.Domain`;
 absent from older files); version 5 is written only for a person-level release: its ledger and
 configuration state the privacy unit (column and rows per unit, `marginals.units`), which older
-readers would ignore (a row-level release is still written as version 4). Versions 2 and 3 are still read, their flat configuration mapped to the
+readers would ignore (a row-level release is still written as version 4); version 6 is written only
+for a release that holds an analysis (`aim.analysis`: the regression it serves, its points and noisy
+gradients, as ``analysis_*`` arrays), which older readers would drop. Versions 2 and 3 are still read, their flat configuration mapped to the
 parts (`aim.release_config.from_flat`). No seed or generator state is ever stored, and no private
 rows: everything here is post-processing of the DP measurements.
 """
@@ -28,6 +30,7 @@ from marginals.privacy import Accountant
 from pgm.model import Model
 
 from . import release_checks
+from .analysis import AnalysisRecord
 from .release_checks import ReleaseFormatError
 from .release_config import from_flat
 
@@ -35,15 +38,18 @@ FORMAT = "dp-marginals-release"
 VERSION = 4  # 1 stored the seed that undoes the noise: such files are refused; 2 had no spec; 2 and 3 a flat config
 #: the version of a person-level release (a privacy unit in its ledger and configuration).
 UNIT_VERSION = 5
-READABLE_VERSIONS = (2, 3, 4, UNIT_VERSION)
+#: the version of a release holding an analysis (a unit may come with it).
+ANALYSIS_VERSION = 6
+READABLE_VERSIONS = (2, 3, 4, UNIT_VERSION, ANALYSIS_VERSION)
 
 
 def write_release(path: str | os.PathLike, *, domain: Domain, measurements: list[Measurement], model: Model,
-                  ledger: Accountant, rounds: list[dict], config: dict, private: bool, spec: dict | None) -> None:
+                  ledger: Accountant, rounds: list[dict], config: dict, private: bool, spec: dict | None,
+                  analysis: Any = None) -> None:
     """Write a release's parts to one ``.npz`` file atomically (see the module docstring)."""
     header = {
         "format": FORMAT,
-        "version": VERSION if ledger.unit is None else UNIT_VERSION,
+        "version": ANALYSIS_VERSION if analysis is not None else VERSION if ledger.unit is None else UNIT_VERSION,
         "domain": domain.to_dict(),
         "measurements": [{"clique": list(m.clique), "sigma": m.sigma} for m in measurements],
         "model": {
@@ -59,7 +65,11 @@ def write_release(path: str | os.PathLike, *, domain: Domain, measurements: list
     }
     if domain.ordinal is not None:  # public metadata: which attributes are ordered (absent from older files)
         header["ordinal"] = domain.ordinal_json()
+    if analysis is not None:
+        header["analysis"] = analysis.header()
     arrays = {"header": np.array(json.dumps(header))}
+    if analysis is not None:
+        arrays.update(analysis.arrays())
     for i, m in enumerate(measurements):
         arrays[f"measurement_{i}"] = m.noisy_counts
     for i, factor in enumerate(model.potentials.values()):
@@ -112,6 +122,7 @@ def _read(path: str | os.PathLike) -> dict[str, Any]:
             release_checks.read_array(npz, f"potential_{i}", path, domain.project(c).shape)
             for i, c in enumerate(cliques)
         ]
+        analysis = _read_analysis(npz, header, domain, path)
     for c, p in zip(cliques, potentials):
         release_checks.check_potential(p, c, path)
     model = Model(domain, cliques, potentials, checked["total"], info=checked["info"])
@@ -127,4 +138,33 @@ def _read(path: str | os.PathLike) -> dict[str, Any]:
         "config": header["config"],
         "private": private,
         "spec": spec,
+        "analysis": analysis,
     }
+
+
+def _read_analysis(zf: Any, header: dict, domain: Domain, path: str | os.PathLike) -> Any:
+    """The analysis record of a version-6 file (None when it holds none), its arrays' shapes checked first."""
+    part = header.get("analysis")
+    if part is None:
+        return None
+    if header["version"] < ANALYSIS_VERSION:
+        raise ReleaseFormatError(f"{path}: an analysis in a version {header['version']} file (it needs version {ANALYSIS_VERSION})")
+    try:
+        attrs, widths = list(part["features"]), [int(w) for w in part["widths"]]
+        if len(attrs) != len(widths) or any(a not in domain.attrs for a in attrs + [part["target"]]):
+            raise ValueError("its attributes are not the domain's")
+        if any(not 1 <= w <= 4 * domain[a] + 64 for a, w in zip(attrs, widths)):
+            raise ValueError("an encoding is wider than its attribute allows")
+        p = int(bool(part["intercept"])) + sum(widths)
+        arrays = {"analysis_target_values": release_checks.read_array(zf, "analysis_target_values", path,
+                                                                      (domain[part["target"]],))}  # fmt: skip
+        for i, (a, w) in enumerate(zip(attrs, widths)):
+            arrays[f"analysis_feature_{i}"] = release_checks.read_array(zf, f"analysis_feature_{i}", path, (w, domain[a]))
+        for i in range(len(part["statistics"])):
+            for kind in ("point", "statistic"):
+                arrays[f"analysis_{kind}_{i}"] = release_checks.read_array(zf, f"analysis_{kind}_{i}", path, (p,))
+        record = AnalysisRecord.from_parts(part, arrays)
+        record.spec.check_domain(domain)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ReleaseFormatError(f"{path}: the release's analysis is invalid ({type(exc).__name__}: {exc})") from None
+    return record

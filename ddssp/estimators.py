@@ -31,6 +31,7 @@ from .chebyshev import chebyshev_coefficients, log_sigmoid, monomial_coefficient
 from .encoding import Encoding, EncodingOptions
 from .expected import DEFAULT_SAMPLES, expected_logistic
 from .inputs import DomainLike
+from .newton import NewtonPlanMixin
 from .solvers import DEFAULT_RIDGE, fit_encoded, quadratic_logistic_solution, solve_normal_equations
 from .statistics import sufficient_statistics
 from .target_levels import unconditioned
@@ -46,10 +47,12 @@ DDSSP_RELEASED = {
     "coef_interval_": "the coefficient intervals (with interval set): post-processing of the release",
     "inferred_target_pairs_": "(with interval set) features whose pair with the target lies in no model clique: "
                               "from the release's public cliques",
+    "analysis_": "the refined estimate from the release's analysis record (None without one): post-processing of the "
+                 "release (its noisy gradients at public points and its model)",
 }
 
 
-class DDSSPLinearRegression(CoefficientIntervalMixin, LinearRegressor):
+class DDSSPLinearRegression(NewtonPlanMixin, CoefficientIntervalMixin, LinearRegressor):
     """Linear regression theta = (X^T X + ridge I)^-1 X^T y with X^T X, X^T y from marginals.
 
     Fit on a release (or any marginal source: exact marginals of a `Dataset`), on a DataFrame of
@@ -73,6 +76,10 @@ class DDSSPLinearRegression(CoefficientIntervalMixin, LinearRegressor):
         progress: with interval="mechanism", report each AIM rerun on stderr (a tqdm bar on a terminal
             with the ``progress`` extra, plain lines otherwise; counts only, no times).
         domain: the public domain of tabular input: a `Domain`, a `Discretizer` or an int number of levels.
+        analysis: "auto" (default): on a release made for this regression (``AIM(...).run(rows,
+            analysis=estimator)``, `aim.analysis`), the coefficients are its Newton-refined estimate of the
+            private rows' (lightly penalised) fit and ``conf_int()`` gives normal intervals from its noise
+            (`ddssp.newton`); "ignore": fit the release's model only.
 
     Learned: ``coef_``, ``intercept_`` (0.0 without an intercept column), ``encoded_feature_names_``,
     ``n_features_in_``, ``feature_names_in_``, ``encoding_``, ``discretizer_``, ``statistics_`` (X^T X,
@@ -85,11 +92,12 @@ class DDSSPLinearRegression(CoefficientIntervalMixin, LinearRegressor):
         self, target: str | None = None, categorical: Sequence[str] | None = None,
         encoding: EncodingOptions | None = None, ridge: float = DEFAULT_RIDGE, interval: str | None = None,
         n_boot: int = 50, interval_alpha: float = 0.1, interval_kind: str = "bias_aware",
-        random_state: SamplingSeed = None, progress: bool = True, domain: DomainLike = None,
+        random_state: SamplingSeed = None, progress: bool = True, domain: DomainLike = None, analysis: str = "auto",
     ) -> None:  # fmt: skip
         self.target = target
         self.categorical = categorical
         self.encoding = encoding
+        self.analysis = analysis
         self.ridge = ridge
         self.interval = interval
         self.n_boot = n_boot
@@ -104,10 +112,12 @@ class DDSSPLinearRegression(CoefficientIntervalMixin, LinearRegressor):
     def _fit_encoded(self, source: Any, encoding: Encoding) -> None:
         self.statistics_ = sufficient_statistics(source, encoding)
         self._set_solution(solve_normal_equations(self.statistics_.XtX, self.statistics_.Xty, self.ridge), encoding)
-        self._fit_intervals(source)
+        self._apply_analysis(source, encoding)
+        if self.analysis_ is None:
+            self._fit_intervals(source)
 
 
-class DDSSPLogisticRegression(CoefficientIntervalMixin, LogisticClassifier):
+class DDSSPLogisticRegression(NewtonPlanMixin, CoefficientIntervalMixin, LogisticClassifier):
     """Logistic regression from a release: a degree-2 Chebyshev approximation of the log-likelihood
     (``objective="chebyshev"``, the paper's) or the exact log-likelihood expected under the released
     model (``objective="expected"``, `ddssp.expected`).
@@ -134,6 +144,8 @@ class DDSSPLogisticRegression(CoefficientIntervalMixin, LogisticClassifier):
         ridge: numerical safeguard added to X^T X (default 1e-12, absolute).
         interval, n_boot, interval_alpha, interval_kind, random_state, progress: as for `DDSSPLinearRegression`
             (intervals need objective="chebyshev"); ``random_state`` also seeds objective="expected"'s draws.
+        analysis: as for `DDSSPLinearRegression`: on a release made for this regression the coefficients
+            estimate the private rows' (lightly penalised) maximum-likelihood fit, whatever the objective.
 
     A target whose spec adds ``<other>`` / ``<missing>`` to two classes (any DP-inferred spec) is fitted
     on the rows of those classes (`ddssp.target_levels`: exact, from 3-way marginals with the target).
@@ -149,8 +161,9 @@ class DDSSPLogisticRegression(CoefficientIntervalMixin, LogisticClassifier):
         method: str = "interpolation", alpha: float = 0.0, ridge: float = DEFAULT_RIDGE,
         interval: str | None = None, n_boot: int = 50, interval_alpha: float = 0.1, interval_kind: str = "bias_aware",
         random_state: SamplingSeed = None, progress: bool = True, domain: DomainLike = None,
-        objective: str = "chebyshev", n_samples: int = DEFAULT_SAMPLES,
+        objective: str = "chebyshev", n_samples: int = DEFAULT_SAMPLES, analysis: str = "auto",
     ) -> None:  # fmt: skip
+        self.analysis = analysis
         self.target = target
         self.categorical = categorical
         self.encoding = encoding
@@ -204,6 +217,7 @@ class DDSSPLogisticRegression(CoefficientIntervalMixin, LogisticClassifier):
             theta = expected_logistic(source, encoding, self.n_samples, self.random_state, self.alpha)
             self._set_solution(theta, encoding)
             self.bootstrap_ = None
+            self._apply_analysis(source, encoding)
             return
         self.cheb_coef_ = chebyshev_coefficients(log_sigmoid, self.degree, self.radius, self.method)
         self.monomial_coef_ = monomial_coefficients(self.cheb_coef_, self.radius)
@@ -211,7 +225,9 @@ class DDSSPLogisticRegression(CoefficientIntervalMixin, LogisticClassifier):
         theta = quadratic_logistic_solution(self.statistics_.XtX, self.statistics_.Xty, self.monomial_coef_,
                                             self.alpha, self.ridge)  # fmt: skip
         self._set_solution(theta, encoding)
-        self._fit_intervals(unconditioned(source))  # the bootstrap conditions each refit again
+        self._apply_analysis(source, encoding)
+        if self.analysis_ is None:
+            self._fit_intervals(unconditioned(source))  # the bootstrap conditions each refit again
 
 
 class AIMSynth(LinearRegressor):

@@ -153,7 +153,16 @@ class CoefficientIntervalMixin:
         The bootstrap world follows the released model, so an interval does not cover the model's bias on a
         (feature, target) pair that no model clique holds (the model inferred it; ``inferred_target_pairs_``
         lists those features; a release made with ``targets=`` measures every such pair). ``inferred="nan"``
-        gives NaN bounds for their coefficients instead of a number; "keep" (default) keeps them."""
+        gives NaN bounds for their coefficients instead of a number; "keep" (default) keeps them.
+
+        On a release made for this regression (``analysis_`` set, `ddssp.newton`) the intervals are the normal
+        ones of the refined estimate's noise; every pair is then accounted for and ``inferred`` does not apply."""
+        fit = getattr(self, "analysis_", None)
+        if fit is not None:
+            from ..newton import refined_frame
+
+            return refined_frame(fit, self.encoded_feature_names_, self.encoding_.intercept,
+                                 self.interval_alpha if alpha is None else alpha)  # fmt: skip
         if getattr(self, "bootstrap_", None) is None:
             raise RuntimeError(f"no intervals: fit this {type(self).__name__} with interval='mechanism' on a release")
         if inferred not in ("keep", "nan"):
@@ -170,4 +179,7 @@ class CoefficientIntervalMixin:
         """(2,) interval for ``intercept_`` (requires an intercept column)."""
         if not self.encoding_.intercept:
             raise AttributeError("the model has no intercept column")
+        fit = getattr(self, "analysis_", None)
+        if fit is not None:
+            return fit.interval(self.interval_alpha if alpha is None else alpha)[0]
         return self.bootstrap_.interval(self.interval_alpha if alpha is None else alpha, self.interval_kind)[0]

@@ -1,0 +1,232 @@
+"""DD-SSP on a release made for its regression: the plan of AIM's Newton refinement (`aim.analysis`) and
+the coefficients and intervals it gives. Post-processing only: the release's model and its analysis
+record (noisy gradients at public points), never a row.
+
+Plan (`NewtonPlanMixin`, called by AIM after its final model): the regression's `RegressionSpec`
+(the estimator's encoding, the target's values; a logistic target's pseudo-levels left out), its
+start theta_0 (linear: DD-SSP; logistic: the expected-log-likelihood fit, `ddssp.expected`), and
+each next point theta_{k+1} = theta_k - shrink(H(theta_k)^-1 g_k), where g_k is the noisy gradient
+at theta_k (the gradient at theta_0 plus the difference theta_0 -> theta_k, plus the public penalty's
+`PENALTY` theta), H the model's Hessian of the penalised loss (linear: X^T X from its marginals;
+logistic: sum of sigmoid'(x.theta) x x^T over rows drawn from the model with a fixed public seed;
+plus `PENALTY` on the diagonal but the intercept's), and shrink the
+positive-part James-Stein factor max(0, 1 - sd_j^2 / step_j^2) per coefficient (sd_j: the step's
+noise sd), so a step that is mostly noise does not move the next point (whose sensitivity grows with
+the step).
+
+Estimate (`refined_fit`): theta = theta_{K-1} - H(theta_{K-1})^-1 g_{K-1}, the last Newton step,
+unshrunk. Its error is -H^-1 e (e: the last gradient's noise, variance sigma_0^2 + sigma_{K-1}^2 per
+coordinate) plus (I - H^-1 H_rows)(theta_{K-1} - theta_rows): the model's Hessian differs from the
+rows' on the pairs it inferred, and each step multiplies that error by the same contraction. The
+interval is the normal one from the noise, H^-1 (sigma^2 I) H^-1; the second term is what the
+steps are for (benchmarks/results/analysis_coverage: coverage and width against the spread).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+from scipy import stats as scipy_stats
+from scipy.special import expit
+
+from marginals.gradients import NoisyStatistic, RegressionSpec
+from marginals.randomness import sampling_rng
+
+from .encoding import Encoding
+from .expected import released_model, soft_labels
+from .statistics import sufficient_statistics
+from .target_levels import TargetClasses
+
+#: Newton steps per loss (one measured statistic each) and the share of the analysis budget the first
+#: (the gradient) gets; chosen by benchmarks/analysis_coverage.py.
+STEPS = {"linear": 2, "logistic": 2}
+FIRST_SHARE = 0.8
+#: the refined fit's L2 penalty (in rows) on every coefficient but the intercept: its estimand is the
+#: private rows' fit with this penalty (negligible beside thousands of rows, except on levels the
+#: rows separate, whose unpenalised logistic coefficient is infinite), and levels the model gives no
+#: mass stay solvable.
+PENALTY = 1.0
+#: rows drawn from the model for a logistic Hessian, and their public seed (post-processing of the
+#: public model, so the seed is no secret; fixed so that the refined estimate is a function of the release).
+HESSIAN_SAMPLES = 100_000
+HESSIAN_SEED = 20261128
+
+
+class AnalysisMismatchWarning(UserWarning):
+    """The release was refined for another regression: the fit ignores its analysis."""
+
+
+def regression_spec(encoding: Encoding, kind: str, classes: TargetClasses | None) -> RegressionSpec:
+    """The public `RegressionSpec` of an encoded regression (a logistic target's non-class levels excluded)."""
+    values = np.asarray(encoding.target_encoding.matrix[0], dtype=np.float64)
+    if classes is not None and classes.conditioned:
+        full = np.full(classes.levels, np.nan)
+        full[list(classes.codes)] = values
+        values = full
+    features = tuple((f.attr, np.asarray(f.matrix)) for f in encoding.features)
+    return RegressionSpec(kind, encoding.target, features, values, encoding.intercept)
+
+
+def same_spec(a: RegressionSpec, b: RegressionSpec) -> bool:
+    """Whether two specs name the same regression (loss, target, encoding)."""
+    if (a.kind, a.target, a.intercept, [f for f, _ in a.features]) != (b.kind, b.target, b.intercept, [f for f, _ in b.features]):
+        return False
+    if not all(m.shape == n.shape and np.allclose(m, n) for (_, m), (_, n) in zip(a.features, b.features)):
+        return False
+    return a.target_values.shape == b.target_values.shape and np.allclose(a.target_values, b.target_values, equal_nan=True)
+
+
+def penalty_vector(encoding: Encoding) -> np.ndarray:
+    """`PENALTY` for every coefficient but the intercept."""
+    out = np.full(encoding.n_features, PENALTY)
+    if encoding.intercept:
+        out[0] = 0.0
+    return out
+
+
+def model_hessian(source: Any, encoding: Encoding, kind: str, theta: np.ndarray) -> np.ndarray:
+    """The penalised loss's Hessian at ``theta`` under the released model (see the module docstring)."""
+    if kind == "linear":
+        gram = sufficient_statistics(source, encoding).XtX
+    else:
+        model, classes = released_model(source)
+        rows = model.synthetic_data(HESSIAN_SAMPLES, sampling_rng(HESSIAN_SEED))
+        weight, _ = soft_labels(model, encoding.target, rows, classes)
+        X = encoding.encode_features(rows)
+        p = expit(X @ theta)
+        w = weight * p * (1 - p) * (model.total / len(rows))
+        gram = (X * w[:, None]).T @ X
+    return gram + np.diag(penalty_vector(encoding))
+
+
+def gradient_estimate(statistics: Sequence[NoisyStatistic], theta: np.ndarray, penalty: np.ndarray) -> tuple[np.ndarray, float]:
+    """(the noisy gradient of the penalised loss at the last point ``theta``, its per-coordinate noise variance)."""
+    first = statistics[0]
+    grad, variance = first.values + penalty * theta, first.sigma**2
+    if len(statistics) > 1:
+        grad, variance = grad + statistics[-1].values, variance + statistics[-1].sigma**2
+    return grad, variance
+
+
+def newton_step(hessian: np.ndarray, grad: np.ndarray, variance: float) -> tuple[np.ndarray, np.ndarray]:
+    """(H^-1 g, the covariance of its noise variance * H^-1 H^-1)."""
+    inverse = np.linalg.inv(hessian)
+    inverse = (inverse + inverse.T) / 2
+    return inverse @ grad, variance * inverse @ inverse
+
+
+def shrunk(step: np.ndarray, sd: np.ndarray) -> np.ndarray:
+    """The positive-part James-Stein shrinkage of each coordinate of ``step`` towards 0 (noise sd ``sd``)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        factor = np.where(step != 0, np.maximum(0.0, 1.0 - (sd / np.abs(step)) ** 2), 0.0)
+    return step * factor
+
+
+@dataclass(frozen=True, eq=False)
+class RefinedFit:
+    """A refined estimate: coefficients (intercept first when present) and their noise covariance."""
+
+    theta: np.ndarray
+    covariance: np.ndarray
+    record: Any  # the release's `aim.analysis.AnalysisRecord`
+
+    def interval(self, alpha: float = 0.1) -> np.ndarray:
+        """(p, 2) normal intervals of nominal coverage 1 - alpha from the noise covariance."""
+        z = scipy_stats.norm.ppf(1 - alpha / 2)
+        half = z * np.sqrt(np.clip(np.diag(self.covariance), 0.0, None))
+        return np.column_stack([self.theta - half, self.theta + half])
+
+
+def refined_fit(record: Any, source: Any, encoding: Encoding) -> RefinedFit:
+    """The last Newton step of ``record`` (see the module docstring) with the model of ``source``."""
+    theta = record.points[-1]
+    grad, variance = gradient_estimate(record.statistics, theta, penalty_vector(encoding))
+    step, covariance = newton_step(model_hessian(source, encoding, record.spec.kind, theta), grad, variance)
+    return RefinedFit(theta - step, covariance, record)
+
+
+def next_point(source: Any, encoding: Encoding, spec: RegressionSpec, points: Sequence[np.ndarray],
+               statistics: Sequence[NoisyStatistic]) -> np.ndarray:  # fmt: skip
+    """theta_{k+1} from theta_k = points[-1] and the statistics measured so far (a shrunk Newton step)."""
+    grad, variance = gradient_estimate(statistics, points[-1], penalty_vector(encoding))
+    step, covariance = newton_step(model_hessian(source, encoding, spec.kind, points[-1]), grad, variance)
+    return points[-1] - shrunk(step, np.sqrt(np.clip(np.diag(covariance), 0.0, None)))
+
+
+class NewtonPlanMixin:
+    """The DD-SSP estimators' side of ``AIM(...).run(rows, analysis=estimator)`` (see the module docstring)."""
+
+    def _plan_fit(self, release: Any) -> Any:
+        """A copy of this estimator fitted to ``release`` without any analysis (its encoding and start)."""
+        from sklearn.base import clone
+
+        plain = clone(self).set_params(analysis="ignore", interval=None)
+        if getattr(plain, "_task", "linear") == "logistic":
+            plain.set_params(objective="expected", random_state=HESSIAN_SEED)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return plain.fit(release)
+
+    def analysis_plan(self, release: Any) -> tuple[RegressionSpec, int, float]:
+        """(the regression's spec, Newton steps, the gradient's share of the analysis budget)."""
+        fitted = self._plan_fit(release)
+        kind = fitted._task
+        return regression_spec(fitted.encoding_, kind, getattr(fitted, "target_classes_", None)), STEPS[kind], FIRST_SHARE
+
+    def analysis_point(self, release: Any, spec: RegressionSpec, points: Sequence[np.ndarray],
+                       statistics: Sequence[NoisyStatistic]) -> np.ndarray:  # fmt: skip
+        """theta_0 (no statistics yet: this estimator's fit on ``release``), else the next point."""
+        fitted = self._plan_fit(release)
+        if not points:
+            return np.concatenate([[fitted.intercept_], fitted.coef_]) if fitted.encoding_.intercept else fitted.coef_
+        return next_point(_fit_source(fitted, release), fitted.encoding_, spec, points, statistics)
+
+    def _apply_analysis(self, source: Any, encoding: Encoding) -> None:
+        """Replace the fit by the release's refined estimate when the release was made for this regression."""
+        self.analysis_ = None
+        if self.analysis not in ("auto", "ignore"):
+            raise ValueError(f"analysis must be 'auto' or 'ignore', got {self.analysis!r}")
+        if self.analysis == "ignore":
+            return
+        from .target_levels import unconditioned
+
+        record = getattr(unconditioned(source), "analysis", None)
+        if record is None:
+            return
+        mine = regression_spec(encoding, self._task, getattr(self, "target_classes_", None))
+        if not same_spec(mine, record.spec):
+            warnings.warn(
+                f"the release was refined for a {record.spec.kind} regression of {record.spec.target!r} on "
+                f"{[a for a, _ in record.spec.features]} with its own encoding; this fit is another regression, so "
+                "it ignores that analysis (fit the same estimator settings, or analysis='ignore' to silence this)",
+                AnalysisMismatchWarning, stacklevel=4,
+            )  # fmt: skip
+            return
+        if getattr(self, "interval", None) is not None:
+            raise ValueError("this release was refined for this regression: its intervals come from the analysis "
+                             "(conf_int()); leave interval=None")  # fmt: skip
+        fit = refined_fit(record, source, encoding)
+        self.analysis_ = fit
+        self._set_solution(fit.theta, encoding)
+        self.coef_interval_ = self.conf_int().to_numpy()
+
+
+def _fit_source(fitted: Any, release: Any) -> Any:
+    """The marginal source ``fitted`` was fitted on (a logistic fit conditioned on its target's classes)."""
+    classes = getattr(fitted, "target_classes_", None)
+    if classes is None:
+        return release
+    from .target_levels import condition_on_classes
+
+    return condition_on_classes(release, classes)
+
+
+def refined_frame(fit: RefinedFit, names: Sequence[str], intercept: bool, alpha: float) -> pd.DataFrame:
+    """The coefficients' intervals as `conf_int` returns them."""
+    out = fit.interval(alpha)
+    out = out[1:] if intercept else out
+    return pd.DataFrame(out, index=pd.Index(list(names), name="feature"), columns=["lower", "upper"])

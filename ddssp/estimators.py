@@ -31,7 +31,7 @@ from .chebyshev import chebyshev_coefficients, log_sigmoid, monomial_coefficient
 from .encoding import Encoding, EncodingOptions
 from .expected import DEFAULT_SAMPLES, expected_logistic
 from .inputs import DomainLike
-from .newton import NewtonPlanMixin
+from .newton import NewtonPlanMixin, refined_warnings
 from .solvers import DEFAULT_RIDGE, fit_encoded, quadratic_logistic_solution, solve_normal_equations
 from .statistics import sufficient_statistics
 from .target_levels import unconditioned
@@ -110,9 +110,10 @@ class DDSSPLinearRegression(NewtonPlanMixin, CoefficientIntervalMixin, LinearReg
     _released_attributes = DDSSP_RELEASED
 
     def _fit_encoded(self, source: Any, encoding: Encoding) -> None:
-        self.statistics_ = sufficient_statistics(source, encoding)
-        self._set_solution(solve_normal_equations(self.statistics_.XtX, self.statistics_.Xty, self.ridge), encoding)
-        self._apply_analysis(source, encoding)
+        with refined_warnings(self):
+            self.statistics_ = sufficient_statistics(source, encoding)
+            self._set_solution(solve_normal_equations(self.statistics_.XtX, self.statistics_.Xty, self.ridge), encoding)
+            self._apply_analysis(source, encoding)
         if self.analysis_ is None:
             self._fit_intervals(source)
 
@@ -210,6 +211,13 @@ class DDSSPLogisticRegression(NewtonPlanMixin, CoefficientIntervalMixin, Logisti
             )
 
     def _fit_encoded(self, source: Any, encoding: Encoding) -> None:
+        with refined_warnings(self):
+            self._fit_objective(source, encoding)
+        if self.analysis_ is None and self.objective == "chebyshev":
+            self._fit_intervals(unconditioned(source))  # the bootstrap conditions each refit again
+
+    def _fit_objective(self, source: Any, encoding: Encoding) -> None:
+        """The fit of ``objective`` (then the release's analysis, when it is this regression's)."""
         if self.objective == "expected":
             stale = ("cheb_coef_", "monomial_coef_", "statistics_", "coef_interval_", "inferred_target_pairs_")
             for name in stale:  # a refit with the other objective leaves none of its state
@@ -226,8 +234,6 @@ class DDSSPLogisticRegression(NewtonPlanMixin, CoefficientIntervalMixin, Logisti
                                             self.alpha, self.ridge)  # fmt: skip
         self._set_solution(theta, encoding)
         self._apply_analysis(source, encoding)
-        if self.analysis_ is None:
-            self._fit_intervals(unconditioned(source))  # the bootstrap conditions each refit again
 
 
 class AIMSynth(LinearRegressor):

@@ -55,7 +55,7 @@ class RegressionSpec:
     kind: str
     target: str
     features: tuple[tuple[str, np.ndarray], ...]  # (attribute, A_j of shape (p_j, m_j)) in column order
-    target_values: np.ndarray  # y of every target level
+    target_values: np.ndarray  # y of every target level; NaN: a level whose rows the regression leaves out
     intercept: bool
 
     def __post_init__(self) -> None:
@@ -71,10 +71,11 @@ class RegressionSpec:
             raise ValueError("a regression needs at least one feature or an intercept")
         if self.target in {a for a, _ in feats}:
             raise ValueError(f"the target {self.target!r} cannot also be a feature")
-        if not np.all(np.isfinite(values)) or values.size < 2:
-            raise ValueError("target_values must hold a finite value for each of at least two levels")
-        if self.kind == "logistic" and not np.array_equal(np.sort(np.unique(values)), [-1.0, 1.0]):
-            raise ValueError("a logistic target's values must be -1 and +1")
+        kept = values[~np.isnan(values)]
+        if np.any(np.isinf(values)) or kept.size < 2:
+            raise ValueError("target_values must hold a finite value (or NaN: rows left out) for at least two levels")
+        if self.kind == "logistic" and not np.array_equal(np.unique(kept), [-1.0, 1.0]):
+            raise ValueError("a logistic target's values must be -1 and +1 (NaN: rows left out)")
         values.flags.writeable = False
         object.__setattr__(self, "features", feats)
         object.__setattr__(self, "target_values", values)
@@ -132,7 +133,8 @@ def gradient_sensitivity(spec: RegressionSpec, theta: np.ndarray, rows_per_unit:
     """L2 sensitivity of `gradient` at ``theta`` (see the module docstring)."""
     lo, hi = spec.score_range(theta)
     if spec.kind == "linear":
-        factor = max(abs(hi - spec.target_values.min()), abs(spec.target_values.max() - lo))
+        ys = spec.target_values[~np.isnan(spec.target_values)]
+        factor = max(abs(hi - ys.min()), abs(ys.max() - lo))
     else:
         factor = float(expit(max(-lo, hi)))
     return rows_per_unit * spec.max_norm() * factor
@@ -153,12 +155,14 @@ def _link(spec: RegressionSpec, z: np.ndarray) -> np.ndarray:
 
 
 def _row_sums(spec: RegressionSpec, codes: Mapping[str, np.ndarray], weight) -> np.ndarray:
-    """sum over rows of x * weight(X, y), in chunks of `CHUNK_ROWS` rows."""
+    """sum over the rows the regression keeps (target value not NaN) of x * weight(X, y), in chunks of
+    `CHUNK_ROWS` rows."""
     n = len(codes[spec.target])
     total = np.zeros(spec.width)
     for start in range(0, n, CHUNK_ROWS):
         X, y = spec.design({a: np.asarray(codes[a])[start:start + CHUNK_ROWS] for a in spec.attrs})
-        total += X.T @ weight(X, y)
+        kept = ~np.isnan(y)
+        total += X[kept].T @ weight(X[kept], y[kept])
     return total
 
 

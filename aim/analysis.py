@@ -11,9 +11,11 @@ spends it on the regression itself, by private Newton steps from the release's o
 2. the loss's gradient at theta_0 over the private rows is measured (share ``first`` of the
    analysis budget); the estimator takes a Newton step with the model's Hessian
    (post-processing) and proposes the next point theta_1 (a step shrunk where it is noise);
-3. for each further step, the gradient difference between theta_0 and theta_k (no labels, a much
-   smaller sensitivity than a gradient) is measured with an equal part of the rest, so the
-   gradient at theta_k is known; the last Newton step from it is the refined estimate.
+3. for each further step, with an equal part of the rest, whichever gives the gradient at theta_k
+   the smaller noise variance for that budget (public: the sensitivities depend on the points only):
+   the gradient difference between theta_0 and theta_k (no labels: a much smaller sensitivity than a
+   gradient when the step is small; the gradient at theta_k is then the first gradient plus it) or a
+   fresh gradient at theta_k. The last Newton step from it is the refined estimate.
 
 Each statistic is a Gaussian mechanism whose L2 sensitivity is derived from the public encoding
 and the public points (`marginals.gradients`), times k rows per privacy unit; all are charged to the
@@ -92,6 +94,8 @@ class AnalysisRecord:
             raise ValueError("an analysis record needs one statistic per point, and at least one")
         for theta in self.points:
             self.spec.check_theta(theta)
+        if self.statistics[0].kind != "gradient" or any(s.kind not in ("gradient", "difference") for s in self.statistics):
+            raise ValueError("an analysis record starts with a gradient; each later statistic is a gradient or a difference")
         for stat in self.statistics:
             if np.shape(stat.values) != (self.spec.width,) or not np.all(np.isfinite(stat.values)):
                 raise ValueError(f"analysis statistic {stat.label!r}: expected {self.spec.width} finite values")
@@ -113,8 +117,8 @@ class AnalysisRecord:
             "kind": spec.kind, "target": spec.target, "intercept": spec.intercept,
             "features": [a for a, _ in spec.features], "widths": [m.shape[0] for _, m in spec.features],
             "share": self.share, "estimator": self.estimator,
-            "statistics": [{"label": s.label, "sigma": s.sigma, "sensitivity": s.sensitivity, "rho": s.rho}
-                           for s in self.statistics],
+            "statistics": [{"label": s.label, "sigma": s.sigma, "sensitivity": s.sensitivity, "rho": s.rho,
+                            "kind": s.kind} for s in self.statistics],
         }  # fmt: skip
 
     def arrays(self) -> dict[str, np.ndarray]:
@@ -132,7 +136,7 @@ class AnalysisRecord:
         spec = spec_from_arrays(header["kind"], header["target"], features, arrays["analysis_target_values"],
                                 header["intercept"])  # fmt: skip
         stats = tuple(NoisyStatistic(s["label"], np.asarray(arrays[f"analysis_statistic_{i}"], dtype=np.float64),
-                                     float(s["sigma"]), float(s["sensitivity"]), float(s["rho"]))
+                                     float(s["sigma"]), float(s["sensitivity"]), float(s["rho"]), str(s["kind"]))
                       for i, s in enumerate(header["statistics"]))  # fmt: skip
         points = tuple(np.asarray(arrays[f"analysis_point_{i}"], dtype=np.float64) for i in range(len(stats)))
         return cls(spec, points, stats, float(header["share"]), dict(header["estimator"]))
@@ -157,10 +161,21 @@ def _point(plan: Any, release: Any, spec: RegressionSpec, points: Sequence[np.nd
 
 
 def _measure(values: np.ndarray, sensitivity: float, rho: float, rng: RandomSource, ledger: Accountant,
-             label: str, exact: bool, rows_per_unit: float) -> NoisyStatistic:  # fmt: skip
+             label: str, exact: bool, rows_per_unit: float, kind: str = "gradient") -> NoisyStatistic:  # fmt: skip
     if sensitivity == 0.0:  # the points coincide: the difference is 0 on every table, nothing to hide
-        return NoisyStatistic(label, np.zeros_like(values), 0.0, 0.0, 0.0)
-    return measure_statistic(values, sensitivity, rho, rng, ledger, label, exact, rows_per_unit)
+        return NoisyStatistic(label, np.zeros_like(values), 0.0, 0.0, 0.0, kind)
+    return measure_statistic(values, sensitivity, rho, rng, ledger, label, exact, rows_per_unit, kind)
+
+
+def _step_statistic(spec: RegressionSpec, codes: dict, theta0: np.ndarray, theta: np.ndarray, first: NoisyStatistic,
+                    rho: float, rows_per_unit: float) -> tuple[str, float, Any]:  # fmt: skip
+    """(kind, sensitivity, how to compute it) of step k's statistic: the one whose gradient at ``theta`` is
+    less noisy for ``rho`` (variance Delta^2 / (2 rho), plus the first gradient's for a difference)."""
+    grad_sens = gradient_sensitivity(spec, theta, rows_per_unit)
+    diff_sens = difference_sensitivity(spec, theta0, theta, rows_per_unit)
+    if first.sigma**2 + diff_sens**2 / (2 * rho) < grad_sens**2 / (2 * rho):
+        return "difference", diff_sens, lambda: gradient_difference(spec, codes, theta0, theta)
+    return "gradient", grad_sens, lambda: gradient(spec, codes, theta)
 
 
 def run_analysis(release: Any, rows: Any, plan: Any, share: float, rng: RandomSource, ledger: Accountant,
@@ -178,10 +193,9 @@ def run_analysis(release: Any, rows: Any, plan: Any, share: float, rng: RandomSo
                                         "analysis gradient", exact, rows_per_unit)]  # fmt: skip
     for k in range(1, steps):
         theta = _point(plan, release, spec, points, stats)
-        diff = gradient_difference(spec, codes, theta0, theta)
-        sens = difference_sensitivity(spec, theta0, theta, rows_per_unit)
-        stats.append(_measure(diff, sens, budgets[k], rng, ledger, f"analysis gradient difference {k}", exact,
-                              rows_per_unit))
+        kind, sens, compute = _step_statistic(spec, codes, theta0, theta, stats[0], budgets[k], rows_per_unit)
+        label = f"analysis gradient difference {k}" if kind == "difference" else f"analysis gradient {k}"
+        stats.append(_measure(compute(), sens, budgets[k], rng, ledger, label, exact, rows_per_unit, kind))
         points.append(theta)
     estimator = {"class": type(plan).__name__, "params": _scalar_params(plan)}
     return AnalysisRecord(spec, tuple(points), tuple(stats), share, estimator)

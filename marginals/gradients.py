@@ -183,17 +183,20 @@ def gradient_difference(spec: RegressionSpec, codes: Mapping[str, np.ndarray], t
 
 @dataclass(frozen=True)
 class NoisyStatistic:
-    """One measured statistic: its noisy values, the noise's standard deviation and the sensitivity priced."""
+    """One measured statistic: its noisy values, the noise's standard deviation and the sensitivity priced;
+    ``kind``: "gradient" (at its point) or "difference" (the gradient at its point minus the first point's)."""
 
     label: str
     values: np.ndarray
     sigma: float
     sensitivity: float
     rho: float
+    kind: str = "gradient"
 
 
 def measure_statistic(values: np.ndarray, sensitivity: float, rho: float, rng: RandomSource, ledger: Accountant,
-                      label: str, exact: bool = True, rows_per_unit: float = 1.0) -> NoisyStatistic:  # fmt: skip
+                      label: str, exact: bool = True, rows_per_unit: float = 1.0,
+                      kind: str = "gradient") -> NoisyStatistic:  # fmt: skip
     """``values`` plus Gaussian noise for L2 ``sensitivity`` at zCDP cost at most ``rho``, charged to ``ledger``
     (exact lattice noise; ``exact=False``: float noise, seeded benchmarks only). The charge records the
     sensitivity as ``l2_sensitivity`` and the privacy unit's ``rows_per_unit`` it was derived for."""
@@ -206,13 +209,14 @@ def measure_statistic(values: np.ndarray, sensitivity: float, rho: float, rng: R
         release = lattice_gaussian(rng, values, sensitivity, rho)
         ledger.charge(release.rho, label, "lattice_gaussian", sigma=release.sigma, l2_sensitivity=float(sensitivity),
                       rows_per_unit=rows_per_unit)
-        return NoisyStatistic(label, release.values, release.sigma, float(sensitivity), release.rho)
+        return NoisyStatistic(label, release.values, release.sigma, float(sensitivity), release.rho, kind)
     if rng.private:
         raise ValueError("float Gaussian noise is only for benchmarks on an InsecureRandom source; use exact=True")
     sigma = GaussianMap(float(sensitivity)).sigma(rho)
     charged = ledger.charge(GaussianMap(float(sensitivity)).rho(sigma), label, "gaussian", sigma=sigma,
                             l2_sensitivity=float(sensitivity), rows_per_unit=rows_per_unit)
-    return NoisyStatistic(label, values + rng.normal(0.0, sigma, size=values.shape), sigma, float(sensitivity), charged)
+    return NoisyStatistic(label, values + rng.normal(0.0, sigma, size=values.shape), sigma, float(sensitivity), charged,
+                          kind)
 
 
 def spec_from_arrays(kind: str, target: str, features: Sequence[tuple[str, Any]], target_values: Any,

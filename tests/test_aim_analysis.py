@@ -291,3 +291,55 @@ def test_refined_intervals_cover_the_estimand_on_a_small_problem_with_all_its_fe
             hits.append((lo_hi[:, 0] <= truth) & (truth <= lo_hi[:, 1]))
     coverage = float(np.mean(hits))
     assert 0.8 <= coverage <= 0.97, coverage
+
+
+def test_each_step_measures_the_less_noisy_of_a_gradient_and_a_difference():
+    rng = np.random.default_rng(3)
+    spec = small_spec("linear", rng)
+    theta0 = rng.normal(0, 1, spec.width)
+    near, far = theta0 + 1e-3, theta0 + rng.normal(0, 5, spec.width)
+    kinds = []
+    for point in (near, far):
+        record = run_analysis(None, table(), FixedPlan(spec, [theta0, point]), 0.4, InsecureRandom(2), Accountant(0.5))
+        kinds.append([s.kind for s in record.statistics])
+    assert kinds == [["gradient", "difference"], ["gradient", "gradient"]]
+
+
+def test_coef_is_the_shrunk_point_and_the_intervals_centre_the_unbiased_step():
+    release = AIM(1.0, 1e-6, insecure_seed=4, **FAST).run(table(), analysis=DDSSPLinearRegression("y"))
+    fit = DDSSPLinearRegression("y").fit(release)
+    assert not fit.encoding_.intercept  # the paper's encoding: the record's vectors are the coefficients
+    np.testing.assert_array_equal(fit.coef_, release.analysis.points[-1])
+    centre = fit.conf_int().mean(axis=1).to_numpy()
+    np.testing.assert_allclose(centre, fit.analysis_.theta, rtol=1e-12, atol=1e-12)
+    assert not np.allclose(fit.coef_, fit.analysis_.theta)
+
+
+def test_synth_analysis_then_fit_on_the_command_line(tmp_path, capsys):
+    from ddssp.cli import main
+
+    data = table(2000)
+    data.to_df().to_csv(tmp_path / "d.csv", index=False)
+    (tmp_path / "dom.json").write_text(__import__("json").dumps(SIZES))
+    base = ["synth", "--data", str(tmp_path / "d.csv"), "--domain", str(tmp_path / "dom.json"), "--epsilon", "1",
+            "--delta", "1e-6", "--insecure-seed", "1", "--out", str(tmp_path / "s.csv"), "--quiet"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(base + ["--release", str(tmp_path / "r.npz"), "--target", "y", "--analysis", "linear",
+                            "--categorical", "a,b"]) == 0
+    assert Release.load(tmp_path / "r.npz").analysis is not None
+    capsys.readouterr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["fit", "--release", str(tmp_path / "r.npz"), "--target", "y", "--categorical", "a,b"]) == 0
+    out = capsys.readouterr().out
+    assert "90% intervals" in out
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["fit", "--release", str(tmp_path / "r.npz"), "--target", "y", "--categorical", "a"]) == 0
+    captured = capsys.readouterr()
+    assert "90% intervals" not in captured.out and "another regression" in captured.err
+    assert main(base + ["--release", str(tmp_path / "r2.npz"), "--categorical", "a"]) == 2
+    assert "--categorical is for --analysis" in capsys.readouterr().err
+    assert main(base + ["--release", str(tmp_path / "r3.npz"), "--analysis", "linear"]) == 2
+    assert "exactly one --target" in capsys.readouterr().err

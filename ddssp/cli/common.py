@@ -223,3 +223,13 @@ def subcommand(sub: Any, common: argparse.ArgumentParser, name: str, summary: st
     ``description`` in its own --help."""
     return sub.add_parser(name, parents=[common], help=summary, description=description)
 
+
+def share(text: str) -> float:
+    """argparse type: a fraction strictly between 0 and 1 (a share of the budget)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number {text!r}") from None
+    if not (0 < value < 1):
+        raise argparse.ArgumentTypeError(f"must lie strictly between 0 and 1, got {text}")
+    return value

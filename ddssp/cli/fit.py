@@ -29,7 +29,11 @@ def _fit_result(model: Any, args: argparse.Namespace, release: Release, exclude:
         "features": list(model.encoded_feature_names_),  # level labels when the release has a spec
         "coef": [float(c) for c in model.coef_],
         "intercept": float(model.intercept_) if model.encoding_.intercept else None,
+        "refined": getattr(model, "analysis_", None) is not None,
     }
+    if result["refined"]:
+        frame = model.conf_int(0.1)
+        result["conf_int_90"] = [[float(lo), float(hi)] for lo, hi in zip(frame["lower"], frame["upper"])]
     if args.model == "logistic":
         result["classes"] = [c if isinstance(c, str) else int(c) for c in model.classes_]
         classes = model.target_classes_
@@ -54,6 +58,24 @@ def _g(value: float | None) -> str:
     return "unknown" if value is None else f"{value:g}"  # a release built by hand may lack (eps, delta)
 
 
+def one_hot_attributes(args: argparse.Namespace, domain: Any, target: str) -> Sequence[str] | None:
+    """The one-hot features of ``--categorical`` / ``--preset`` (None: the domain's order decides)."""
+    if args.preset and args.categorical:
+        raise ValueError("give --categorical or --preset, not both")
+    if args.preset:
+        return [a for a in categorical_preset(args.preset) if a in domain and a != target]
+    return split_names(args.categorical) if args.categorical else None
+
+
+def refined_lines(model: Any, width: int) -> list[str]:
+    """The 90% intervals of a fit refined by its release's analysis, one line per coefficient."""
+    frame = model.conf_int(0.1)
+    lines = ["  90% intervals (the release's analysis: normal, from its noisy gradients; centred on the unbiased "
+             "refined estimate, the coefficients above are its shrunk version):"]  # fmt: skip
+    lines += [f"  {name:<{width}}  [{lo: .6f}, {hi: .6f}]" for name, lo, hi in zip(frame.index, frame["lower"], frame["upper"])]
+    return lines
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``fit``; returns the exit code."""
     check_outputs([("--json", args.json)], [("--release", args.release)])
@@ -64,13 +86,7 @@ def run(args: argparse.Namespace) -> int:
     source = release.without(exclude) if exclude else release
     if args.target not in source.domain:
         raise ValueError(f"target {args.target!r} is not in the release's domain; attributes are {list(source.domain.attrs)}")
-    if args.preset and args.categorical:
-        raise ValueError("give --categorical or --preset, not both")
-    categorical: Sequence[str] | None = None
-    if args.preset:
-        categorical = [a for a in categorical_preset(args.preset) if a in source.domain and a != args.target]
-    elif args.categorical:
-        categorical = split_names(args.categorical)
+    categorical = one_hot_attributes(args, source.domain, args.target)
     options = dict(target=args.target, categorical=categorical, encoding=EncodingOptions(intercept=args.intercept))
     if args.model == "linear":
         if args.objective is not None:
@@ -96,6 +112,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {'intercept':<{width}}  {result['intercept']: .6f}")
     else:
         print("  (no intercept column: the paper's encoding has none; --intercept fits one)")
+    if getattr(model, "analysis_", None) is not None:
+        for line in refined_lines(model, width):
+            print(line)
     if args.model == "logistic":
         print(f"  classes: {result['classes']} (positive class: {args.target} = {result['classes'][1]})")
         if result["left_out_levels"]:

@@ -44,9 +44,10 @@ from marginals.spec.infer import SpecInferenceWarning
 from marginals.spec.public import DEFAULT_BINS
 from marginals.units import split_unit
 
+from .analysis import add_analysis_flags, analysis_estimator
 from .common import (
     Renamed, add_csv_output_flags, check_outputs, csv_text, nonnegative_int, note, positive_float, positive_int,
-    private_note, row_count, subcommand,
+    private_note, row_count, share, subcommand,
 )
 from .guards import check_delta, check_release_size, warn
 from .raw_csv import add_raw_csv_flags, encode_raw, raw_error, read_raw, read_raw_alone
@@ -200,16 +201,17 @@ def run(args: argparse.Namespace) -> int:
         check_synthetic_size(args.rows, len(data.domain))
     note(args, f"{input_name(args)}: {len(data.domain)} attributes")
     private_note(args, f"{input_name(args)}: {len(data):,} rows")
+    targets = read_targets(args, data.domain)
+    analysis = analysis_estimator(args, targets, data.domain)
     mechanism = AIM(args.epsilon, args.delta, workload=read_workload(args, data.domain),
                     max_model_size=args.max_model_size, max_cells=args.max_cells, insecure_seed=args.insecure_seed,
-                    targets=read_targets(args, data.domain), constraints=constraints,
-                    progress=not args.quiet, **units)  # fmt: skip
-    release = mechanism.run(data, units=ids)
+                    targets=targets, constraints=constraints, progress=not args.quiet,
+                    analysis_share=args.analysis_share if analysis is not None else None, **units)  # fmt: skip
+    spec = None if disc is None else disc.with_exclusions()  # stated before the analysis fits itself to the release
+    release = mechanism.run(data, units=ids, analysis=analysis, spec=spec)
     rows_rng = sampling_rng(args.sample_seed)  # post-processing of the public model: a seed is safe here
     synthetic = release.synthetic_codes(args.rows, rng=rows_rng)
-    if disc is not None:
-        disc = disc.with_exclusions()  # its "drop" rules, stated in the spec
-        release = release.with_spec(disc)  # the release stores its public spec; rows come back readable
+    disc = spec  # the release stores its public spec (its "drop" rules stated); rows come back readable
     out = synthetic if disc is None else disc.inverse_transform(synthetic, rng=rows_rng, numeric=args.numeric, typed=True)
     with AtomicOutputs() as outputs:  # the release and the CSV: both or neither
         release.save(outputs.stage(release_path))
@@ -259,7 +261,8 @@ def synth_raw(args: argparse.Namespace, out_path: Path, release_path: Path, say:
                 rows=args.rows, numeric=args.numeric, insecure_seed=args.insecure_seed, sample_seed=args.sample_seed,
                 max_model_size=args.max_model_size, max_cells=args.max_cells, progress=not args.quiet,
                 targets=target_names(args), show_private_values=getattr(args, "show_private_values", False),
-                rules=read_rules(args),
+                rules=read_rules(args), analysis=analysis_estimator(args, target_names(args), None),
+                **({"analysis_share": args.analysis_share} if args.analysis else {}),
                 **unit_options(args),
             )
         except DataError as exc:  # a rule of the schema failed on the rows: checked before any budget is spent
@@ -281,17 +284,6 @@ def synth_raw(args: argparse.Namespace, out_path: Path, release_path: Path, say:
 
 
 # --- the parser ----------------------------------------------------------------------------------------------
-
-
-def share(text: str) -> float:
-    """argparse type: a fraction strictly between 0 and 1 (the spec's share of the budget)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid number {text!r}") from None
-    if not (0 < value < 1):
-        raise argparse.ArgumentTypeError(f"must lie strictly between 0 and 1, got {text}")
-    return value
 
 
 def add_input_flags(p: argparse.ArgumentParser) -> None:
@@ -331,6 +323,7 @@ def add_release_flags(p: argparse.ArgumentParser) -> None:
                    help="regression target(s) the release is made for (repeatable or comma-separated): every "
                         "(attribute, target) pair is measured first and the rounds favour what a regression on "
                         "them needs; the release records them")
+    add_analysis_flags(p)
     p.add_argument("--rules", metavar="JSON",
                    help="public rules (JSON list; README 'Public rules'): combinations that cannot occur, kept as "
                         "structural zeros so no synthetic row breaks them; raw values with a spec (added to the "

@@ -72,6 +72,7 @@ def summary(release: Any) -> str:
         f"{len(release.rounds)} selection rounds, model {len(release.model.cliques)} cliques / "
         f"{release.model.size_mb:.2f} MB, estimated rows {release.model.total:,.0f}",
         *target_lines(release),
+        *analysis_lines(release),
         *rule_lines(release),
         release.ledger.summary(),
         *threshold_lines(release),
@@ -96,6 +97,17 @@ def target_lines(release: Any) -> list[str]:
     pairs = sum(1 for m in release.measurements if len(m.clique) == 2 and set(m.clique) & set(targets))
     return [f"targets: {', '.join(targets)} (every (attribute, target) pair measured first; "
             f"{pairs} measurements of target pairs in all, initialisation and rounds)"]
+
+
+def analysis_lines(release: Any) -> list[str]:
+    """One line naming the regression the release serves (`aim.analysis`; none without)."""
+    record = getattr(release, "analysis", None)
+    if record is None:
+        return []
+    spec, name = record.spec, record.estimator.get("class", "a DD-SSP estimator")
+    return [f"analysis: {spec.kind} regression of {spec.target!r} on {len(spec.features)} attributes ({name}), "
+            f"{record.steps} private Newton steps with {100 * record.share:g}% of the budget; fit the same estimator "
+            "settings on this release for refined coefficients and intervals"]
 
 
 def release_rules(release: Any) -> list[dict]:

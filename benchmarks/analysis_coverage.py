@@ -104,8 +104,8 @@ def run_cell(key: str, eps: float, releases: int, seed: int, out: Path) -> Path:
         covered = np.mean((got["lower"] <= theta0) & (theta0 <= got["upper"]))
         print(f"{key} eps={eps:g} release {r + 1}/{releases}: covered {covered:.3f}, {got['seconds']:.1f} s",
               file=sys.stderr, flush=True)  # fmt: skip
-    name = key.replace("/", "_") + f"_eps{eps:g}.csv"
-    return write_csv(pd.DataFrame(rows), out / "parts" / name)
+        path = write_csv(pd.DataFrame(rows), out / "parts" / (key.replace("/", "_") + f"_eps{eps:g}.csv"))  # so far
+    return path
 
 
 def cell_summary(df: pd.DataFrame) -> dict:

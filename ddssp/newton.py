@@ -47,11 +47,12 @@ from .statistics import InferredPairsWarning, sufficient_statistics
 from .target_levels import TargetClasses
 
 #: Newton steps per loss (one measured statistic each) and the share of the analysis budget the first
-#: (the gradient) gets, the rest split equally among the differences. Pilot (20 releases at eps 1, share
-#: 0.3; benchmarks/analysis_coverage.py): linear on acs-income-lin, 1 step covers 85% (the model's
-#: Hessian leaves a bias), 2 steps 90%; logistic on acs-employment, 2 steps 84%, 3 steps 87%.
-STEPS = {"linear": 2, "logistic": 3}
-FIRST_SHARE = {"linear": 0.8, "logistic": 0.4}
+#: (the gradient) gets, the rest split equally among the later ones. Pilots (16-20 releases at eps 1,
+#: share 0.3; benchmarks/analysis_coverage.py): linear on acs-income-lin, 1 step covers 85% (the
+#: model's Hessian leaves a bias), 2 steps 89-90%; logistic on acs-employment, 3 steps 82%, 4 steps
+#: 83% with a trust region of 1 and 84.5% with 0.5 (of 3: 78%).
+STEPS = {"linear": 2, "logistic": 4}
+FIRST_SHARE = {"linear": 0.8, "logistic": 0.3}
 #: the refined fit's L2 penalty (in rows) on every coefficient but the intercept: its estimand is the
 #: private rows' fit with this penalty (negligible beside thousands of rows, except on levels the
 #: rows separate, whose unpenalised logistic coefficient is infinite), and levels the model gives no
@@ -66,7 +67,7 @@ HESSIAN_SEED = 20261128
 #: the largest move of one coefficient between two measured points (a trust region: the model's Hessian
 #: can be far from the rows' where the model puts too little mass, and a logistic Newton step from a
 #: saturated coefficient can overshoot by orders of magnitude).
-MAX_STEP = 1.0
+MAX_STEP = {"linear": 1.0, "logistic": 0.5}
 #: the plan's own fit per release (weak keys: gone with the release).
 _PLAN_FITS: "weakref.WeakKeyDictionary[Any, tuple[Any, Any]]" = weakref.WeakKeyDictionary()
 
@@ -174,7 +175,7 @@ def next_point(source: Any, encoding: Encoding, spec: RegressionSpec, points: Se
     grad, variance = gradient_estimate(statistics, points[-1], penalty_vector(encoding))
     step, covariance = newton_step(model_hessian(source, encoding, spec.kind, points[-1]), grad, variance)
     step = shrunk(step, np.sqrt(np.clip(np.diag(covariance), 0.0, None)))
-    return points[-1] - np.clip(step, -MAX_STEP, MAX_STEP)
+    return points[-1] - np.clip(step, -MAX_STEP[spec.kind], MAX_STEP[spec.kind])
 
 
 class NewtonPlanMixin:

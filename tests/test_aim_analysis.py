@@ -157,6 +157,7 @@ def test_a_release_with_an_analysis_stays_within_its_budget_and_records_the_spli
     assert spent == pytest.approx(record.rho) and spent <= DEFAULT_SHARE * ledger.rho * (1 + 1e-9)
     assert spent >= 0.95 * DEFAULT_SHARE * ledger.rho  # the share is spent, not left over
     assert release.config["mechanism"]["analysis_share"] == DEFAULT_SHARE
+    assert "analysis: linear regression of 'y' on 4 attributes (DDSSPLinearRegression), 2 private Newton" in release.summary()
     assert record.steps == 2 and step_budgets(1.0, 2, 0.8) == [0.8, pytest.approx(0.2)]
     assert all(c.params.get("rows_per_unit") == 1 for c in ledger.charges if c.label.startswith("analysis"))
     plain = AIM(1.0, 1e-6, insecure_seed=3, **FAST).run(data)
@@ -218,6 +219,12 @@ def test_refined_fit_intervals_and_the_record_survive_save_and_load(tmp_path):
     arrays["header"] = np.array(json.dumps(header))
     np.savez(bad, **arrays)
     with pytest.raises(ReleaseFormatError, match="analysis_feature_0"):
+        Release.load(bad)
+    header["analysis"]["widths"][0] -= 1
+    header["version"] = 4  # an older reader's version would drop the analysis: refused, not ignored
+    arrays["header"] = np.array(json.dumps(header))
+    np.savez(bad, **arrays)
+    with pytest.raises(ReleaseFormatError, match="analysis in a version 4 file"):
         Release.load(bad)
 
 

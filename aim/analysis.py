@@ -45,6 +45,7 @@ from marginals.gradients import (
     measure_statistic,
     spec_from_arrays,
 )
+from marginals.maps import GaussianMap
 from marginals.privacy import Accountant
 from marginals.randomness import RandomSource
 
@@ -173,7 +174,7 @@ def _step_statistic(spec: RegressionSpec, codes: dict, theta0: np.ndarray, theta
     less noisy for ``rho`` (variance Delta^2 / (2 rho), plus the first gradient's for a difference)."""
     grad_sens = gradient_sensitivity(spec, theta, rows_per_unit)
     diff_sens = difference_sensitivity(spec, theta0, theta, rows_per_unit)
-    if first.sigma**2 + diff_sens**2 / (2 * rho) < grad_sens**2 / (2 * rho):
+    if first.sigma**2 + GaussianMap(diff_sens).sigma(rho) ** 2 < GaussianMap(grad_sens).sigma(rho) ** 2:
         return "difference", diff_sens, lambda: gradient_difference(spec, codes, theta0, theta)
     return "gradient", grad_sens, lambda: gradient(spec, codes, theta)
 

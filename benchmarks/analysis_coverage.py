@@ -131,10 +131,9 @@ def cell_summary(df: pd.DataFrame) -> dict:
 
 
 def summarize(out: Path) -> str:
-    """Combine every part in out/parts into results.csv and summary.md."""
+    """summary.md from every part in out/parts (the results: one CSV per task and epsilon)."""
     parts = sorted((out / "parts").glob("*.csv"))
     df = pd.concat([pd.read_csv(p) for p in parts], ignore_index=True)
-    write_csv(df, out / "results.csv")
     rows = [{"task": task, "epsilon": eps, **cell_summary(cell)} for (task, eps), cell in df.groupby(["task", "epsilon"])]
     table = markdown(pd.DataFrame(rows))
     write_text(out / "summary.md", "# Coverage of refined DD-SSP intervals (releases made with `analysis=`)\n\n"

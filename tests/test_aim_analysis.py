@@ -341,6 +341,8 @@ def test_synth_analysis_then_fit_on_the_command_line(tmp_path, capsys):
         assert main(["fit", "--release", str(tmp_path / "r.npz"), "--target", "y", "--categorical", "a,b"]) == 0
     out = capsys.readouterr().out
     assert "90% intervals" in out
+    assert main(["inspect", str(tmp_path / "r.npz")]) == 0
+    assert "analysis: linear regression of 'y'" in capsys.readouterr().out
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert main(["fit", "--release", str(tmp_path / "r.npz"), "--target", "y", "--categorical", "a"]) == 0

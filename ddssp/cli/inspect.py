@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from aim import Release
-from aim.views import excluded_lines, release_targets, rule_lines, target_lines
+from aim.views import analysis_lines, excluded_lines, release_targets, rule_lines, target_lines
 
 from .common import load_release, subcommand
 
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     status = "private" if release.private else "NOT PRIVATE (seeded noise source: tests/benchmarks only)"
     print(f"release {args.release}: {len(release.domain)} attributes, {status}")
-    print("\n".join([*target_lines(release), *rule_lines(release), release.ledger.summary(), *release.threshold_lines(),
+    print("\n".join([*target_lines(release), *analysis_lines(release), *rule_lines(release), release.ledger.summary(), *release.threshold_lines(),
                      *excluded_lines(release)]))
     print(f"{report['rounds']} selection rounds ({report['annealed']} annealed); "
           f"workload of {report['workload_cliques']} cliques")

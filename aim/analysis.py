@@ -65,12 +65,21 @@ def check_analysis_share(share: Any) -> float | None:
     return float(share)
 
 
-def check_plan(plan: Any) -> None:
-    """TypeError unless ``plan`` can plan an analysis (a DD-SSP estimator)."""
+def check_plan(plan: Any, domain: Any = None) -> None:
+    """TypeError unless ``plan`` can plan an analysis (a DD-SSP estimator); ValueError when its target or
+    one-hot attributes are not in ``domain`` (checked before any row is read or budget spent)."""
     missing = [m for m in PLAN_METHODS if not callable(getattr(plan, m, None))]
     if missing:
         raise TypeError(f"analysis must be a DD-SSP estimator (e.g. ddssp.DDSSPLinearRegression('y')); "
                         f"a {type(plan).__name__} has no {', '.join(missing)}")  # fmt: skip
+    if domain is None:
+        return
+    target, one_hot = getattr(plan, "target", None), list(getattr(plan, "categorical", None) or [])
+    if target not in domain.attrs:
+        raise ValueError(f"the analysis' target {target!r} is not an attribute of the domain {list(domain.attrs)}")
+    unknown = [a for a in one_hot if a not in domain.attrs]
+    if unknown:
+        raise ValueError(f"the analysis' categorical attributes {unknown} are not in the domain {list(domain.attrs)}")
 
 
 def step_budgets(rho: float, steps: int, first: float) -> list[float]:

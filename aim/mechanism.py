@@ -159,7 +159,7 @@ class AIM:
                 f"AIM.run needs private rows (a marginals.Dataset or DaskDataset), got {type(dataset).__name__}"
             )
         if analysis is not None:
-            check_plan(analysis)
+            check_plan(analysis, dataset.domain)
             if not isinstance(dataset, Dataset):
                 raise TypeError(f"analysis= needs the rows in memory (a marginals.Dataset), got {type(dataset).__name__}")
         check_unweighted(dataset, "AIM.run")  # weighted counts: sensitivity 1 would not hold

@@ -247,6 +247,10 @@ def test_an_analysis_needs_an_estimator_and_rows_in_memory():
         AIM(1.0, 1e-6, insecure_seed=1).run(table(), analysis="linear")
     with pytest.raises(ValueError, match="analysis_share"):
         AIM(1.0, 1e-6, analysis_share=1.0)
+    for bad, match in ((DDSSPLinearRegression("nope"), "target 'nope'"),
+                       (DDSSPLinearRegression("y", categorical=["zz"]), r"categorical attributes \['zz'\]")):
+        with pytest.raises(ValueError, match=match):  # before any row is read: no budget is spent
+            AIM(1.0, 1e-6, insecure_seed=1).run(table(), analysis=bad)
 
 
 def test_every_kind_of_release_carries_its_analysis():

@@ -28,6 +28,7 @@ gives exactly the same number (same integer cell count) at a fraction of the cos
 
 from __future__ import annotations
 
+import heapq
 from typing import Sequence
 
 from marginals.domain import Domain
@@ -61,6 +62,10 @@ class SizeFilter:
         adj = _graph(self.index, cliques)
         self.adjacency = adj
         self.node_masks = [self.mask(n) for n in nodes]
+        self.attr_nodes = [0] * len(domain)  # per attribute: the bitmask of the nodes holding it
+        for j, node in enumerate(self.node_masks):
+            for i in _bits(node):
+                self.attr_nodes[i] |= 1 << j
         self._trace(adj)
         self.alive_masks = [sum(1 << u for u in state[2]) for state in self.states]
         # connected components and the cells each contributes (greedy elimination never mixes them)
@@ -79,6 +84,8 @@ class SizeFilter:
                 self.component_cells[comp] = 0
         for k, v in enumerate(self.order):
             self.component_cells[self.component[v]] += self.prefix[k + 1] - self.prefix[k]
+        self._graph_keys: dict[int, tuple[int, ...]] = {}
+        self._seps_at: dict[int, frozenset[int]] = {}
         self._known = _KNOWN.setdefault(domain, {})
         if len(self._known) > 500_000:
             self._known.clear()
@@ -193,18 +200,27 @@ class SizeFilter:
 
     def _count(self, start: int, stop: int, seps: set[int], total: int) -> int:
         """``total`` plus the cells of G's cliques of steps start..stop-1 not among ``seps`` (updated)."""
+        cells = self._cells
         for c, u in zip(self.cliques[start:stop], self.order[start:stop]):
-            total += 0 if c in seps else self.cells(c)
+            if c not in seps:
+                found = cells.get(c)
+                total += found if found is not None else self.cells(c)
             seps.add(c & ~(1 << u))
         return total
 
     def _seps(self, k: int) -> set[int]:
-        """The neighbourhoods (at elimination) of G's first k eliminated attributes."""
-        return {c & ~(1 << v) for c, v in zip(self.cliques[:k], self.order[:k])}
+        """The neighbourhoods (at elimination) of G's first k eliminated attributes (a fresh set)."""
+        found = self._seps_at.get(k)
+        if found is None:
+            found = self._seps_at[k] = frozenset(c & ~(1 << v) for c, v in zip(self.cliques[:k], self.order[:k]))
+        return set(found)
 
     def inside_node(self, mask: int) -> bool:
         """True when the attribute set lies inside one junction-tree node of the current model."""
-        return any(mask & ~node == 0 for node in self.node_masks)
+        common = (1 << len(self.node_masks)) - 1
+        for i in _bits(mask):
+            common &= self.attr_nodes[i]
+        return common != 0
 
     def with_candidate(self, attrs: Sequence[str]) -> int:
         """Cells of the junction tree of the cliques plus ``attrs`` (= model_size_mb x 2^20 / 8)."""
@@ -223,7 +239,7 @@ class SizeFilter:
             merged |= self.component[i]
         others = self.size_cells - sum(self.component_cells[c] for c in {self.component[i] for i in _bits(rmask)})
         # G + r differs from G by the extra edges only: candidates lacking the same edges share the part
-        key = (merged, tuple(extra.items()), tuple(self.adjacency[i] for i in _bits(merged)))
+        key = (merged, tuple(extra.items()), self._graph_key(merged))
         part = self._known.get(key)
         if part is None:
             if 2 * merged.bit_count() <= len(self.sizes):
@@ -232,6 +248,14 @@ class SizeFilter:
                 part = self._replay(extra) - others
             self._known[key] = part
         return others + part
+
+    def _graph_key(self, merged: int) -> tuple[int, ...]:
+        """The adjacency of the attributes of ``merged`` (a union of components), made once per set."""
+        found = self._graph_keys.get(merged)
+        if found is None:
+            adjacency = self.adjacency
+            found = self._graph_keys[merged] = tuple(adjacency[i] for i in _bits(merged))
+        return found
 
     def _eliminate_part(self, merged: int, extra: dict[int, int]) -> int:
         """Cells of the greedy elimination of the subgraph on ``merged`` plus the ``extra`` edges."""
@@ -281,11 +305,24 @@ class SizeFilter:
         then), or (n, cells, None) at the end."""
         cells, alive_masks, states = self._cells, self.alive_masks, self.states
         left = alive_masks[k]
-        while alive:
-            v = min(alive, key=keys.__getitem__)
-            clique = self._eliminate(v, adj, keys, alive)
+        # the least (key, attribute) by a heap with stale entries skipped (keys change only for
+        # the neighbours of the attribute just eliminated): min() over every attribute left was
+        # most of the filter's time on wide tables
+        heap = [(keys[u], u) for u in alive]
+        heapq.heapify(heap)
+        while left:
+            key, v = heapq.heappop(heap)
+            if not left >> v & 1 or keys[v] != key:
+                continue
             bit = 1 << v
-            nbrs = clique ^ bit
+            nbrs = adj[v]
+            for u in _BITS.get(nbrs) or _bits(nbrs):
+                m = (adj[u] | nbrs) & ~bit  # u's closed neighbourhood (u is in nbrs)
+                adj[u] = m ^ 1 << u
+                c = cells.get(m)
+                keys[u] = c = c if c is not None else self.cells(m)
+                heapq.heappush(heap, (c, u))
+            clique = nbrs | bit
             if clique not in seps:
                 c = cells.get(clique)
                 total += c if c is not None else self.cells(clique)
@@ -296,8 +333,9 @@ class SizeFilter:
                 return len(self.order), total, None
             if left == alive_masks[k]:
                 g = states[k][0]
-                if all(g[u] & ~adj[u] == 0 for u in alive):
-                    return k, total, {u: adj[u] & ~g[u] for u in alive if adj[u] & ~g[u]}
+                rest = _bits(left)
+                if all(g[u] & ~adj[u] == 0 for u in rest):
+                    return k, total, {u: adj[u] & ~g[u] for u in rest if adj[u] & ~g[u]}
         return k, total, None
 
 

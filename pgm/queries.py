@@ -55,6 +55,7 @@ class MarginalOracle:
         for i, n in enumerate(tree.nodes):
             for a in n:
                 self._attr_nodes[a].append(i)
+        self._attr_node_mask = {a: sum(1 << i for i in nodes) for a, nodes in self._attr_nodes.items()}
         self._component = [tree.component(i) for i in range(len(tree.nodes))]
         self._attr_component = {a: self._component[nodes[0]] for a, nodes in self._attr_nodes.items() if nodes}
         self._labels = {a: k for k, a in enumerate(self.domain.attrs)}
@@ -150,10 +151,17 @@ class MarginalOracle:
 
     def _home(self, attrs: frozenset[str]) -> int | None:
         """The smallest node containing ``attrs`` (None when no node does); memoised."""
-        if attrs not in self._homes:
-            hosts = [i for i, s in enumerate(self._node_sets) if attrs <= s]
-            self._homes[attrs] = min(hosts, key=lambda i: (self.beliefs[i].size, i)) if hosts else None
-        return self._homes[attrs]
+        found = self._homes.get(attrs, -1)
+        if found != -1:
+            return found
+        common = -1  # the nodes holding every attribute of attrs, as a bitmask
+        for a in attrs:
+            common &= self._attr_node_mask[a]
+        if common == -1:  # no attribute: every node holds the empty set
+            common = (1 << len(self._node_sets)) - 1
+        hosts = [i for i in range(common.bit_length()) if common >> i & 1]
+        found = self._homes[attrs] = min(hosts, key=lambda i: (self._cells[i], i)) if hosts else None
+        return found
 
     def _answer(self, attrs: frozenset[str]) -> tuple[Clique, np.ndarray]:
         if not attrs:

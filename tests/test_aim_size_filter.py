@@ -138,3 +138,19 @@ def test_masks_memoised_per_domain_follow_each_domains_attribute_order():
             r = dom.canonical(r)
             inside = any(set(r) <= set(n) for n in nodes)
             assert cells == (None if inside else _size_cells(dom, frozenset(frozenset(c) for c in cliques + [r])))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_sizes_with_tied_keys_on_one_large_component(seed):
+    """Sizes from {2, 3, 4} (many equal keys: ties go by attribute index) and one component holding
+    most attributes, so candidates take the replay-and-diverge path."""
+    rng = np.random.default_rng(900 + seed)
+    n = 24
+    domain = Domain(tuple(f"v{i:02d}" for i in range(n)), tuple(int(s) for s in rng.integers(2, 5, n)))
+    chain = [(domain.attrs[i], domain.attrs[i + 1]) for i in range(n - 4)]  # one component of n - 3
+    cliques = chain + [tuple(sorted(rng.choice(domain.attrs[: n - 3], 2, replace=False))) for _ in range(12)]
+    cliques = sorted(set(cliques)) + [(a,) for a in domain.attrs[n - 3:]]
+    sf = SizeFilter(domain, cliques, build_junction_tree(domain, cliques).nodes)
+    assert 2 * max(m.bit_count() for m in sf.component) > n
+    for r in itertools.combinations(domain.attrs, 2):
+        assert sf.with_candidate(r) == _size_cells(domain, frozenset(frozenset(c) for c in cliques + [r])), r

@@ -76,8 +76,20 @@ class Domain:
                 raise ValueError(f"Domain: attribute names must be non-empty strings, got {a!r}")
         object.__setattr__(self, "attrs", attrs)
         object.__setattr__(self, "shape", shape)
+        # lookups every hot path makes (not fields: equality, hash and repr ignore them)
+        object.__setattr__(self, "_position", {a: i for i, a in enumerate(attrs)})
+        object.__setattr__(self, "_projections", {})
         if self.ordinal is not None:
             object.__setattr__(self, "ordinal", _ordinal(self.ordinal, dict(zip(attrs, shape))))
+
+    def __getstate__(self) -> dict:
+        return {"attrs": self.attrs, "shape": self.shape, "ordinal": self.ordinal}  # the fields, not the caches
+
+    def __setstate__(self, state: dict) -> None:
+        for name, value in state.items():
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "_position", {a: i for i, a in enumerate(self.attrs)})
+        object.__setattr__(self, "_projections", {})
 
     @classmethod
     def from_dict(cls, sizes: Mapping[str, int], ordinal: Any = None) -> "Domain":
@@ -154,19 +166,22 @@ class Domain:
         return iter(self.attrs)
 
     def __contains__(self, attr: object) -> bool:
-        return attr in self.attrs
+        try:
+            return attr in self._position
+        except TypeError:  # unhashable: never an attribute name
+            return False
 
     def __getitem__(self, attr: str) -> int:
         """Number of levels of one attribute."""
         try:
-            return self.shape[self.attrs.index(attr)]
-        except ValueError:
+            return self.shape[self._position[attr]]
+        except (KeyError, TypeError):
             raise UnknownAttributeError(f"unknown attribute {attr!r}; the domain has {list(self.attrs)}") from None
 
     def check(self, attrs: Iterable[str]) -> tuple[str, ...]:
         """Return ``attrs`` as a tuple after checking that every name is known and none repeats."""
         attrs = tuple(attrs)
-        unknown = [a for a in attrs if a not in self.attrs]
+        unknown = [a for a in attrs if a not in self]
         if unknown:
             raise ValueError(f"unknown attribute(s) {unknown}; the domain has {list(self.attrs)}")
         if len(set(attrs)) != len(attrs):
@@ -174,15 +189,19 @@ class Domain:
         return attrs
 
     def project(self, attrs: Sequence[str]) -> "Domain":
-        """The sub-domain over ``attrs``, in the order given."""
+        """The sub-domain over ``attrs``, in the order given (made once per attribute tuple)."""
         attrs = self.check(attrs)
-        kept = None if self.ordinal is None else {a: k for a, k in self.ordinal if a in attrs}
-        return Domain(attrs, tuple(self[a] for a in attrs), kept)
+        found = self._projections.get(attrs)
+        if found is None:
+            kept = None if self.ordinal is None else {a: k for a, k in self.ordinal if a in attrs}
+            if len(self._projections) >= 4096:
+                self._projections.clear()
+            found = self._projections[attrs] = Domain(attrs, tuple(self[a] for a in attrs), kept)
+        return found
 
     def canonical(self, attrs: Iterable[str]) -> tuple[str, ...]:
         """``attrs`` reordered into domain order."""
-        wanted = set(self.check(attrs))
-        return tuple(a for a in self.attrs if a in wanted)
+        return tuple(sorted(self.check(attrs), key=self._position.__getitem__))
 
     def size(self, attrs: Sequence[str] | None = None) -> int:
         """Number of cells of the marginal over ``attrs`` (all attributes when None)."""
@@ -192,7 +211,7 @@ class Domain:
 
     def axes(self, attrs: Sequence[str]) -> tuple[int, ...]:
         """Positions of ``attrs`` in the domain order."""
-        return tuple(self.attrs.index(a) for a in self.check(attrs))
+        return tuple(self._position[a] for a in self.check(attrs))
 
     def marginalize(self, attrs: Iterable[str]) -> "Domain":
         """The domain without ``attrs``."""

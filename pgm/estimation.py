@@ -54,12 +54,27 @@ def minimum_variance_total(measurements: Sequence[Measurement]) -> float:
 
 def potential_cliques(domain: Domain, cliques: Sequence[Sequence[str]]) -> list[Clique]:
     """The maximal cliques among ``cliques``, each in domain order, in first-appearance order."""
-    canon = []
-    for cl in cliques:
-        c = domain.canonical(cl)
-        if c not in canon:
-            canon.append(c)
-    return [c for c in canon if not any(set(c) < set(o) for o in canon)]
+    canon = list(dict.fromkeys(domain.canonical(cl) for cl in cliques))
+    sets = [_as_set(c) for c in canon]
+    holders: dict[str, list[int]] = {}  # attribute -> the cliques holding it (a superset holds them all)
+    for j, c in enumerate(canon):
+        for a in c:
+            holders.setdefault(a, []).append(j)
+    everything = range(len(canon))
+    return [c for c, s in zip(canon, sets)
+            if not any(s < sets[j] for j in (holders[c[0]] if c else everything))]
+
+
+_SETS: dict[Clique, frozenset[str]] = {}  # cliques recur in every fit of a run
+
+
+def _as_set(clique: Clique) -> frozenset[str]:
+    found = _SETS.get(clique)
+    if found is None:
+        if len(_SETS) >= 1 << 16:
+            _SETS.clear()
+        found = _SETS[clique] = frozenset(clique)
+    return found
 
 
 def _canonical_key(domain: Domain, clique: Clique) -> tuple:
@@ -70,7 +85,7 @@ def smallest_containing(domain: Domain, cliques: Sequence[Clique], attrs: Sequen
     """Index of the clique with the fewest cells among ``cliques`` that contain ``attrs`` (ties: the
     first in domain order), so the choice never depends on the order of the list."""
     need = set(attrs)
-    holding = [i for i, c in enumerate(cliques) if need <= set(c)]
+    holding = [i for i, c in enumerate(cliques) if need <= _as_set(c)]
     return min(holding, key=lambda i: (domain.size(cliques[i]), _canonical_key(domain, cliques[i])))
 
 
@@ -88,13 +103,24 @@ class _Loss:
     def __init__(self, domain: Domain, cliques: list[Clique], measurements: Sequence[Measurement], weight: str):
         if weight not in LOSS_WEIGHTS:
             raise ValueError(f"loss_weight must be one of {LOSS_WEIGHTS}, got {weight!r}")
-        self.items = [self._item(domain, cliques, m, weight) for m in measurements]
+        items = [self._item(domain, cliques, m, weight) for m in measurements]
         self.shapes = [domain.project(c).shape for c in cliques]
         sizes = [domain.size(c) for c in cliques]
+        self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp)  # each clique's cells in the flat layout
         lip = np.zeros(len(cliques))
-        for home, _, _, _, _, y, w in self.items:
+        for home, _, _, _, _, y, w in items:
             lip[home] += w * sizes[home] / y.size
         self.lipschitz = float(lip.max())
+        # A measurement over its home's own table (no sum, no transpose) that no other measurement
+        # shares: its residual is a slice of the flat marginals, all of them in one vector pass.
+        count = np.bincount([item[0] for item in items], minlength=len(cliques))
+        sole = [k for k, item in enumerate(items) if not item[1] and item[2] is None and count[item[0]] == 1]
+        chosen = set(sole)
+        self.items = [item for k, item in enumerate(items) if k not in chosen]
+        homes = [items[k][0] for k in sole]
+        self.sole_index = np.concatenate([np.arange(self.offsets[h], self.offsets[h + 1]) for h in homes] or [np.zeros(0, np.intp)])
+        self.sole_y = np.concatenate([np.ravel(items[k][5]) for k in sole] or [np.zeros(0)]).astype(np.float64)
+        self.sole_w = np.concatenate([np.full(sizes[h], items[k][6]) for k, h in zip(sole, homes)] or [np.zeros(0)])
 
     @staticmethod
     def _item(domain: Domain, cliques: list[Clique], m: Measurement, weight: str) -> tuple:
@@ -117,16 +143,34 @@ class _Loss:
         w = 1.0 / m.sigma**2 if weight == "inverse_variance" else 1.0 / m.sigma
         return home, summed, to_meas, to_pot, bshape, m.noisy_counts, w
 
-    def __call__(self, mu: Sequence[np.ndarray]) -> tuple[float, list[np.ndarray]]:
-        loss = 0.0
-        grads = [np.zeros(s) for s in self.shapes]
+    def __call__(self, mu: Sequence[np.ndarray], mu_flat: np.ndarray | None = None) -> tuple[float, np.ndarray, list[np.ndarray]]:
+        """(loss, its gradient in the flat layout, the same per clique as views); ``mu_flat``: the
+        marginals concatenated in that layout (made here when not given)."""
+        if mu_flat is None:
+            mu_flat = flatten(mu)
+        flat = np.zeros(int(self.offsets[-1]))
+        grads = self.views(flat)
+        resid = mu_flat[self.sole_index] - self.sole_y
+        weighted = self.sole_w * resid
+        loss = 0.5 * float(np.dot(weighted, resid))
+        flat[self.sole_index] = weighted
         for home, summed, to_meas, to_pot, bshape, y, w in self.items:
             table = mu[home].sum(axis=summed) if summed else mu[home]
             resid = (table if to_meas is None else table.transpose(to_meas)) - y
             loss += 0.5 * w * float(np.vdot(resid, resid))
             resid *= w
             grads[home] += (resid if to_pot is None else resid.transpose(to_pot)).reshape(bshape)
-        return loss, grads
+        return loss, flat, grads
+
+    def views(self, flat: np.ndarray) -> list[np.ndarray]:
+        """Each clique's table as a view of the flat layout."""
+        offsets = self.offsets
+        return [flat[offsets[k]:offsets[k + 1]].reshape(shape) for k, shape in enumerate(self.shapes)]
+
+
+def flatten(tables: Sequence[np.ndarray]) -> np.ndarray:
+    """The tables' cells one after another (each in C order): the flat layout of the descent."""
+    return np.concatenate([np.ravel(t) for t in tables]) if tables else np.zeros(0)
 
 
 def _step(new: np.ndarray, old: np.ndarray) -> np.ndarray:
@@ -154,11 +198,14 @@ class _Problem:
 class _Iterate:
     """One point of the descent: potentials, the calibration they give, loss and gradient."""
 
-    theta: list[np.ndarray]
+    theta: list[np.ndarray]  # views of theta_flat
     calibration: Calibration
     mu: list[np.ndarray]
     loss: float
-    grads: list[np.ndarray]
+    grads: list[np.ndarray]  # views of grad_flat
+    theta_flat: np.ndarray
+    mu_flat: np.ndarray
+    grad_flat: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -193,7 +240,8 @@ def _set_up(domain: Domain, measurements: list[Measurement], total: float | None
     theta = [np.zeros(s) for s in loss.shapes]
     if warm_start is not None:
         for old_clique, factor in warm_start.potentials.items():
-            home = next(i for i, c in enumerate(cliques) if set(old_clique) <= set(c))
+            need = _as_set(old_clique)
+            home = next(i for i, c in enumerate(cliques) if need <= _as_set(c))
             theta[home] += factor.expand(domain.project(cliques[home]))
     _forbid(domain, cliques, theta, zeros)
     tree = build_junction_tree(domain, cliques)
@@ -224,16 +272,18 @@ def initial_stepsize(lipschitz: float, total: float, warm_start: Model | None = 
     return alpha
 
 
-def _evaluate(problem: _Problem, theta: list[np.ndarray], slot: int) -> _Iterate:
-    """Calibrate ``theta`` into buffer ``slot`` and evaluate the loss there."""
+def _evaluate(problem: _Problem, theta_flat: np.ndarray, slot: int) -> _Iterate:
+    """Calibrate the potentials ``theta_flat`` (the flat layout) into buffer ``slot`` and evaluate the loss there."""
+    theta = problem.loss.views(theta_flat)
     calibration = problem.engine.propagate(theta, problem.total, slot=slot)
-    loss, grads = problem.loss(calibration.marginals)
-    return _Iterate(theta, calibration, calibration.marginals, loss, grads)
+    mu_flat = flatten(calibration.marginals)
+    loss, grad_flat, grads = problem.loss(calibration.marginals, mu_flat)
+    return _Iterate(theta, calibration, calibration.marginals, loss, grads, theta_flat, mu_flat, grad_flat)
 
 
 def _accepts(current: _Iterate, candidate: _Iterate, armijo: float) -> bool:
     """The Armijo test along the mirror-descent arc, and the loss does not rise."""
-    decrease = sum(float(np.vdot(g, m - c)) for g, m, c in zip(current.grads, current.mu, candidate.mu))
+    decrease = float(np.dot(current.grad_flat, current.mu_flat - candidate.mu_flat))
     return current.loss - candidate.loss >= armijo * decrease and candidate.loss <= current.loss
 
 
@@ -250,25 +300,25 @@ def _mirror_descent(problem: _Problem, alpha: float, schedule: _Schedule) -> tup
     """Run the descent from ``problem.theta``: (last accepted iterate, final step size, counters)."""
     # Two buffer slots: the accepted iterate's tables live in one, each candidate is computed in the other.
     slot = 0
-    current = _evaluate(problem, problem.theta, slot)
+    # every table lives in one flat vector (its views per clique): a step is a few vector passes
+    current = _evaluate(problem, flatten(problem.theta), slot)
     history = [current.loss]
     bp_calls, accepted, it = 1, 0, 0
     velocity = None  # heavy-ball momentum (theta_k - theta_{k-1}); dropped after a failed step
-    zeros = any(np.isneginf(t).any() for t in problem.theta)  # steps keep finite entries finite
+    zeros = bool(np.isneginf(current.theta_flat).any())  # steps keep finite entries finite
     for it in range(1, schedule.iters + 1):
         if current.loss == 0.0:
             break
+        proposal = current.theta_flat - alpha * current.grad_flat
         if velocity is not None and schedule.momentum > 0:
-            proposal = [t - alpha * g + schedule.momentum * v for t, g, v in zip(current.theta, current.grads, velocity)]
-        else:
-            proposal = [t - alpha * g for t, g in zip(current.theta, current.grads)]
+            proposal += schedule.momentum * velocity
         candidate = _evaluate(problem, proposal, 1 - slot)
         bp_calls += 1
         if _accepts(current, candidate, schedule.armijo):
             if zeros:  # structural zeros (-inf) came with the warm start: -inf - -inf must be 0
-                velocity = [_step(c, t) for c, t in zip(candidate.theta, current.theta)]
+                velocity = _step(candidate.theta_flat, current.theta_flat)
             else:
-                velocity = [c - t for c, t in zip(candidate.theta, current.theta)]
+                velocity = candidate.theta_flat - current.theta_flat
             current, slot = candidate, 1 - slot
             alpha *= schedule.step_growth
             accepted += 1

@@ -33,22 +33,16 @@ from typing import Sequence
 
 from marginals.domain import Domain
 
+from .masks import BITS as _BITS
+from .masks import attribute_bits as _index
+from .masks import bits as _bits
+from .masks import graph as _graph
+from .masks import mask as _mask
+
 Clique = tuple[str, ...]
 
 
 _KNOWN: dict[Domain, dict[tuple, int]] = {}  # cells of a component (+ candidate) by its exact graph
-
-
-_BITS: dict[int, tuple[int, ...]] = {}  # the set bits of a mask (memoized: masks recur endlessly)
-
-
-def _bits(mask: int) -> tuple[int, ...]:
-    found = _BITS.get(mask)
-    if found is None:
-        if len(_BITS) > 100_000:
-            _BITS.clear()
-        found = _BITS[mask] = tuple(i for i in range(mask.bit_length()) if mask >> i & 1)
-    return found
 
 
 class SizeFilter:
@@ -375,41 +369,3 @@ def candidate_cells(
             _ROUNDS.pop(next(iter(_ROUNDS)))
         _ROUNDS[key] = found
     return found
-
-
-_INDEX: dict[Domain, dict[str, int]] = {}  # attribute -> bit, per domain
-_MASKS: dict[tuple, int] = {}  # (id of an `_index` map, attributes) -> bitmask: cliques and candidates recur every round
-
-
-def _index(domain: Domain) -> dict[str, int]:
-    found = _INDEX.get(domain)
-    if found is None:
-        if len(_INDEX) > 64:
-            _INDEX.clear()
-            _MASKS.clear()  # keyed by the maps' ids: never outlive them
-        found = _INDEX[domain] = {a: i for i, a in enumerate(domain.attrs)}
-    return found
-
-
-def _mask(index: dict[str, int], attrs: Sequence[str]) -> int:
-    key = (id(index), tuple(attrs))
-    found = _MASKS.get(key)
-    if found is not None:
-        return found
-    out = 0
-    for a in attrs:
-        out |= 1 << index[a]
-    if len(_MASKS) > 200_000:
-        _MASKS.clear()
-    _MASKS[key] = out
-    return out
-
-
-def _graph(index: dict[str, int], cliques: Sequence[Sequence[str]]) -> list[int]:
-    """The interaction graph of ``cliques``: per attribute, the bitmask of its neighbours."""
-    adj = [0] * len(index)
-    for clique in cliques:
-        mask = _mask(index, clique)
-        for i in _bits(mask):
-            adj[i] |= mask & ~(1 << i)
-    return adj

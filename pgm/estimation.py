@@ -5,7 +5,7 @@ default) or 1/sigma_i (the AIM paper's text). Mirror descent runs in potential s
 theta <- theta - alpha * grad_mu L(mu(theta)), mu(theta) from belief propagation with the total
 fixed to N. The step starts at 2 / (L_ip N), with L_ip = max over potential cliques C of
 sum_{i -> C} w_i |C| / |C_i|, measurement i read off its smallest containing clique (the exact
-Lipschitz constant of the gradient for marginal measurements, see `_Loss`), grows after every accepted
+Lipschitz constant of the gradient for marginal measurements, see `pgm.loss.Loss`), grows after every accepted
 step (x1.05) and halves after a rejected one; a step is accepted when it passes the Armijo
 test L(mu) - L(mu') >= c <grad L(mu), mu - mu'> along the mirror-descent arc and does not raise
 the loss, so the loss never increases. Accepted steps carry heavy-ball momentum
@@ -35,9 +35,9 @@ from .factor import Factor
 from .inference import TreeEngine
 from .junction_tree import Clique, JunctionTree, build_junction_tree
 from .kernels.blas import blas_single_threaded
+from .loss import LOSS_WEIGHTS, Loss, clique_set, flatten, potential_cliques, smallest_containing  # noqa: F401 (re-exported)
 from .model import Model
 
-LOSS_WEIGHTS = ("inverse_variance", "inverse_sigma")
 #: iterations over which ``stall`` (an absolute loss decrease) is measured.
 STALL_WINDOW = 5
 
@@ -50,127 +50,6 @@ def minimum_variance_total(measurements: Sequence[Measurement]) -> float:
     variances = np.array([m.sigma**2 * m.noisy_counts.size for m in measurements])
     total = float(np.sum(sums / variances) / np.sum(1.0 / variances))
     return max(1.0, total)
-
-
-def potential_cliques(domain: Domain, cliques: Sequence[Sequence[str]]) -> list[Clique]:
-    """The maximal cliques among ``cliques``, each in domain order, in first-appearance order."""
-    canon = list(dict.fromkeys(domain.canonical(cl) for cl in cliques))
-    sets = [_as_set(c) for c in canon]
-    holders: dict[str, list[int]] = {}  # attribute -> the cliques holding it (a superset holds them all)
-    for j, c in enumerate(canon):
-        for a in c:
-            holders.setdefault(a, []).append(j)
-    everything = range(len(canon))
-    return [c for c, s in zip(canon, sets)
-            if not any(s < sets[j] for j in (holders[c[0]] if c else everything))]
-
-
-_SETS: dict[Clique, frozenset[str]] = {}  # cliques recur in every fit of a run
-
-
-def _as_set(clique: Clique) -> frozenset[str]:
-    found = _SETS.get(clique)
-    if found is None:
-        if len(_SETS) >= 1 << 16:
-            _SETS.clear()
-        found = _SETS[clique] = frozenset(clique)
-    return found
-
-
-def _canonical_key(domain: Domain, clique: Clique) -> tuple:
-    return tuple(domain.attrs.index(a) for a in clique)
-
-
-def smallest_containing(domain: Domain, cliques: Sequence[Clique], attrs: Sequence[str]) -> int:
-    """Index of the clique with the fewest cells among ``cliques`` that contain ``attrs`` (ties: the
-    first in domain order), so the choice never depends on the order of the list."""
-    need = set(attrs)
-    holding = [i for i, c in enumerate(cliques) if need <= _as_set(c)]
-    return min(holding, key=lambda i: (domain.size(cliques[i]), _canonical_key(domain, cliques[i])))
-
-
-class _Loss:
-    """Squared-error loss of the measurements against the potential-clique marginals.
-
-    Each measurement is read off one potential clique, its *home*: the smallest clique containing
-    it. The loss is separable over the homes' tables, and on one table the Hessian
-    sum_i w_i A_i^T A_i (A_i sums the table down to measurement i) has the constant table as a
-    common top eigenvector with eigenvalue sum_i w_i |C| / |C_i|: so the Lipschitz constant of the
-    gradient is the largest such sum. The smallest home makes it as small as one home per
-    measurement allows and independent of the order of the measurements.
-    """
-
-    def __init__(self, domain: Domain, cliques: list[Clique], measurements: Sequence[Measurement], weight: str):
-        if weight not in LOSS_WEIGHTS:
-            raise ValueError(f"loss_weight must be one of {LOSS_WEIGHTS}, got {weight!r}")
-        items = [self._item(domain, cliques, m, weight) for m in measurements]
-        self.shapes = [domain.project(c).shape for c in cliques]
-        sizes = [domain.size(c) for c in cliques]
-        self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp)  # each clique's cells in the flat layout
-        lip = np.zeros(len(cliques))
-        for home, _, _, _, _, y, w in items:
-            lip[home] += w * sizes[home] / y.size
-        self.lipschitz = float(lip.max())
-        # A measurement over its home's own table (no sum, no transpose) that no other measurement
-        # shares: its residual is a slice of the flat marginals, all of them in one vector pass.
-        count = np.bincount([item[0] for item in items], minlength=len(cliques))
-        sole = [k for k, item in enumerate(items) if not item[1] and item[2] is None and count[item[0]] == 1]
-        chosen = set(sole)
-        self.items = [item for k, item in enumerate(items) if k not in chosen]
-        homes = [items[k][0] for k in sole]
-        self.sole_index = np.concatenate([np.arange(self.offsets[h], self.offsets[h + 1]) for h in homes] or [np.zeros(0, np.intp)])
-        self.sole_y = np.concatenate([np.ravel(items[k][5]) for k in sole] or [np.zeros(0)]).astype(np.float64)
-        self.sole_w = np.concatenate([np.full(sizes[h], items[k][6]) for k, h in zip(sole, homes)] or [np.zeros(0)])
-
-    @staticmethod
-    def _item(domain: Domain, cliques: list[Clique], m: Measurement, weight: str) -> tuple:
-        """(home, axes summed, transposes, broadcast shape, counts, weight) of one measurement."""
-        mcl = domain.check(m.clique)
-        if m.noisy_counts.shape != domain.project(mcl).shape:
-            raise ValueError(
-                f"measurement over {mcl}: counts have shape {m.noisy_counts.shape}, "
-                f"the domain says {domain.project(mcl).shape}"
-            )
-        home = smallest_containing(domain, cliques, mcl)
-        pcl = cliques[home]
-        summed = tuple(i for i, a in enumerate(pcl) if a not in mcl)
-        present = [a for a in pcl if a in mcl]
-        to_meas = [present.index(a) for a in mcl]  # axes after summing -> measurement order
-        to_pot = [mcl.index(a) for a in present]  # measurement axes -> potential order
-        if to_meas == sorted(to_meas):
-            to_meas = to_pot = None  # same axis order: no transposes in the hot loop
-        bshape = [domain[a] if a in mcl else 1 for a in pcl]
-        w = 1.0 / m.sigma**2 if weight == "inverse_variance" else 1.0 / m.sigma
-        return home, summed, to_meas, to_pot, bshape, m.noisy_counts, w
-
-    def __call__(self, mu: Sequence[np.ndarray], mu_flat: np.ndarray | None = None) -> tuple[float, np.ndarray, list[np.ndarray]]:
-        """(loss, its gradient in the flat layout, the same per clique as views); ``mu_flat``: the
-        marginals concatenated in that layout (made here when not given)."""
-        if mu_flat is None:
-            mu_flat = flatten(mu)
-        flat = np.zeros(int(self.offsets[-1]))
-        grads = self.views(flat)
-        resid = mu_flat[self.sole_index] - self.sole_y
-        weighted = self.sole_w * resid
-        loss = 0.5 * float(np.dot(weighted, resid))
-        flat[self.sole_index] = weighted
-        for home, summed, to_meas, to_pot, bshape, y, w in self.items:
-            table = mu[home].sum(axis=summed) if summed else mu[home]
-            resid = (table if to_meas is None else table.transpose(to_meas)) - y
-            loss += 0.5 * w * float(np.vdot(resid, resid))
-            resid *= w
-            grads[home] += (resid if to_pot is None else resid.transpose(to_pot)).reshape(bshape)
-        return loss, flat, grads
-
-    def views(self, flat: np.ndarray) -> list[np.ndarray]:
-        """Each clique's table as a view of the flat layout."""
-        offsets = self.offsets
-        return [flat[offsets[k]:offsets[k + 1]].reshape(shape) for k, shape in enumerate(self.shapes)]
-
-
-def flatten(tables: Sequence[np.ndarray]) -> np.ndarray:
-    """The tables' cells one after another (each in C order): the flat layout of the descent."""
-    return np.concatenate([np.ravel(t) for t in tables]) if tables else np.zeros(0)
 
 
 def _step(new: np.ndarray, old: np.ndarray) -> np.ndarray:
@@ -187,7 +66,7 @@ class _Problem:
     the compiled junction tree."""
 
     cliques: list[Clique]
-    loss: _Loss
+    loss: Loss
     total: float
     theta: list[np.ndarray]
     tree: JunctionTree
@@ -233,15 +112,15 @@ def _set_up(domain: Domain, measurements: list[Measurement], total: float | None
             raise ValueError("warm_start model has a different domain")
         wanted += list(warm_start.cliques)
     cliques = potential_cliques(domain, wanted)
-    loss = _Loss(domain, cliques, measurements, loss_weight)
+    loss = Loss(domain, cliques, measurements, loss_weight)
     total = minimum_variance_total(measurements) if total is None else float(total)
     if not total > 0:
         raise ValueError(f"total must be > 0, got {total}")
     theta = [np.zeros(s) for s in loss.shapes]
     if warm_start is not None:
         for old_clique, factor in warm_start.potentials.items():
-            need = _as_set(old_clique)
-            home = next(i for i, c in enumerate(cliques) if need <= _as_set(c))
+            need = clique_set(old_clique)
+            home = next(i for i, c in enumerate(cliques) if need <= clique_set(c))
             theta[home] += factor.expand(domain.project(cliques[home]))
     _forbid(domain, cliques, theta, zeros)
     tree = build_junction_tree(domain, cliques)

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import pgm.estimation
+import pgm.loss
 from marginals.domain import Domain
 from marginals.measurement import Measurement
 from pgm import Model, estimate
@@ -101,7 +102,7 @@ def test_where_a_measurement_is_read_changes_the_step_not_the_model():
     step = 0.5 * 2.0 / (4.0 / 4.0 * truth.total)
     smallest = estimate(dom, meas, iters=60, stepsize=step)
     mp = pytest.MonkeyPatch()
-    mp.setattr(pgm.estimation, "smallest_containing",
+    mp.setattr(pgm.loss, "smallest_containing",
                lambda domain, cliques, attrs: next(i for i, c in enumerate(cliques) if set(attrs) <= set(c)))
     try:
         first = estimate(dom, meas, iters=60, stepsize=step)

@@ -172,6 +172,14 @@ class MarginalOracle:
             summed = tuple(i for i, a in enumerate(node) if a not in attrs)
             table = sum_out(self.beliefs[home], summed) if summed else self.beliefs[home].copy()
             return tuple(a for a in node if a in attrs), table
+        if len(attrs) == 2:  # the common cross-component query (wide tables, small models): no set building
+            a, b = attrs
+            first, second = self._attr_component[a], self._attr_component[b]
+            if first != second:
+                if second < first:
+                    a, b = b, a
+                (order_a, share_a), (order_b, share_b) = self._share(frozenset((a,))), self._share(frozenset((b,)))
+                return order_a + order_b, np.multiply.outer(share_a, share_b) * self.total
         by_component: dict[int, set[str]] = {}
         for a in attrs:
             by_component.setdefault(self._attr_component[a], set()).add(a)
@@ -181,15 +189,18 @@ class MarginalOracle:
         order: Clique = ()
         table = None
         for _, q in sorted(by_component.items()):
-            key = frozenset(q)
-            share = self._shares.get(key)  # the part / total, shared by every query holding the part
-            if share is None:
-                part_order, part = self._cached(key)
-                share = self._shares[key] = part_order, part / self.total
-            part_order, part = share
+            part_order, part = self._share(frozenset(q))
             table = part if table is None else np.multiply.outer(table, part)
             order += part_order
         return order, table * self.total
+
+    def _share(self, key: frozenset[str]) -> tuple[Clique, np.ndarray]:
+        """(axis order, marginal / total) of a part inside one component: shared by every query holding it."""
+        share = self._shares.get(key)
+        if share is None:
+            part_order, part = self._cached(key)
+            share = self._shares[key] = part_order, part / self.total
+        return share
 
     def _reduced(self, node: int, top: bool, attrs: Clique) -> np.ndarray:
         """The node's counts over ``attrs`` (top), or the conditional mu_attrs / mu_separator (cached).

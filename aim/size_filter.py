@@ -18,7 +18,9 @@ gives exactly the same number (same integer cell count) at a fraction of the cos
 - The greedy elimination of a graph is the interleaving of those of its connected components
   (a key depends only on the attribute's own component; ties go by domain order), so r changes
   only the components it touches: their cells, looked up by the exact subgraph and r, carry over
-  across rounds until a new clique changes them; small ones are eliminated afresh.
+  across rounds until a new clique changes them; small ones are eliminated afresh, larger ones
+  by replaying G's trace restricted to them (`aim.part_trace`): the replay then waits only for the
+  touched components' attributes to line up with G's, not for the other components' steps.
 - An elimination clique K_v = {v} + N(v) can only be contained in an earlier one (it holds v,
   which later cliques lack), and it is contained in an earlier one iff some earlier attribute u
   had N(u) = K_v exactly (follow the elimination-tree parents from any earlier superset: each
@@ -38,11 +40,16 @@ from .masks import attribute_bits as _index
 from .masks import bits as _bits
 from .masks import graph as _graph
 from .masks import mask as _mask
+from .part_trace import PartTrace
 
 Clique = tuple[str, ...]
 
 
 _KNOWN: dict[Domain, dict[tuple, int]] = {}  # cells of a component (+ candidate) by its exact graph
+
+#: components (with the candidate) of at most this many attributes are eliminated afresh, larger
+#: ones by replaying G's trace restricted to them
+_FRESH_ATTRS = 8
 
 
 class SizeFilter:
@@ -79,7 +86,7 @@ class SizeFilter:
         for k, v in enumerate(self.order):
             self.component_cells[self.component[v]] += self.prefix[k + 1] - self.prefix[k]
         self._graph_keys: dict[int, tuple[int, ...]] = {}
-        self._seps_at: dict[int, frozenset[int]] = {}
+        self._traces: dict[int, PartTrace] = {}
         self._known = _KNOWN.setdefault(domain, {})
         if len(self._known) > 500_000:
             self._known.clear()
@@ -135,78 +142,79 @@ class SizeFilter:
         return nbrs | bit
 
     def _follow(
-        self, extra: dict[int, int], start: int, seps: set[int] | None, total: int
+        self, t: "PartTrace", extra: dict[int, int], start: int, seps: set[int] | None, total: int
     ) -> tuple[int | None, int, set[int] | None]:
-        """Replay G's order from step ``start`` on a graph that is G's state there plus ``extra``.
+        """Replay the trace ``t`` (G's, restricted to a set of components) from step ``start`` on a
+        graph that is G's state there plus ``extra``.
 
         ``extra`` (the edges G lacks, updated in place) must be symmetric. Returns (None, cells,
         _) when the greedy choice is G's at every remaining step, else the step k at which it
         differs, with the cells counted and the neighbourhood set so far (``seps`` None: the
         cliques so far are G's own, so G's prefix sums apply).
         """
-        k, n = start, len(self.order)
+        k, n = start, len(t.order)
         while k < n:
             if not extra:
                 if seps is None:
-                    return None, self.size_cells, None
-                return None, self._count(k, n, seps, total), seps
+                    return None, t.prefix[n], None
+                return None, self._count(t, k, n, seps, total), seps
             # Steps that eliminate an attribute without extra edges are G's own (same clique,
             # and fill edges only absorb extra edges): jump to the first that has some.
-            nxt = min(self.position[u] for u in extra)
+            nxt = min(t.position[u] for u in extra)
             if nxt > k:
                 if seps is not None:
-                    total = self._count(k, nxt, seps, total)
+                    total = self._count(t, k, nxt, seps, total)
                 k = nxt
-                _absorb(extra, self.states[k][0])
+                _absorb(extra, self.states[t.glob[k]][0])
                 continue
-            v = self.order[k]
-            adj = self.states[k][0]
-            if not self._still_first(k, v, adj, extra):
+            v = t.order[k]
+            adj = self.states[t.glob[k]][0]
+            if not self._still_first(t, k, v, adj, extra):
                 return k, total, seps
             nbrs = adj[v] | extra.pop(v)
             bit = 1 << v
-            after = self.states[k + 1][0] if k + 1 < n else None
+            after = self.states[t.glob[k] + 1][0] if t.glob[k] + 1 < len(self.order) else None
             for u in _bits(nbrs):
                 more = ((adj[u] | extra.get(u, 0) | nbrs) & ~(bit | 1 << u)) & ~after[u]
                 if more:
                     extra[u] = more
                 else:
                     extra.pop(u, None)
-            if seps is None and nbrs | bit != self.cliques[k]:
-                seps, total = self._seps(k), self.prefix[k]
+            if seps is None and nbrs | bit != t.cliques[k]:
+                seps, total = self._seps(t, k), t.prefix[k]
             if seps is not None:
                 total += 0 if nbrs | bit in seps else self.cells(nbrs | bit)
                 seps.add(nbrs)
             k += 1
-        return None, (self.size_cells if seps is None else total), seps
+        return None, (t.prefix[n] if seps is None else total), seps
 
-    def _still_first(self, k: int, v: int, adj: list[int], extra: dict[int, int]) -> bool:
+    def _still_first(self, t: "PartTrace", k: int, v: int, adj: list[int], extra: dict[int, int]) -> bool:
         """Whether G's choice ``v`` at step k (an attribute with extra edges: its key went up) is
         still the greedy choice (least key, ties by index) of G's state plus ``extra``."""
         mine = (self.cells(adj[v] | extra[v] | 1 << v), v)
-        keys = self.states[k][1]
-        for u in self.ranked[k]:  # G's keys in increasing order; extra edges only raise keys
+        keys = self.states[t.glob[k]][1]
+        for u in t.ranked(k):  # G's keys in increasing order; extra edges only raise keys
             if (keys[u], u) >= mine:
                 return True
             if u != v and (u not in extra or (self.cells(adj[u] | extra[u] | 1 << u), u) < mine):
                 return False
         return True
 
-    def _count(self, start: int, stop: int, seps: set[int], total: int) -> int:
-        """``total`` plus the cells of G's cliques of steps start..stop-1 not among ``seps`` (updated)."""
+    def _count(self, t: "PartTrace", start: int, stop: int, seps: set[int], total: int) -> int:
+        """``total`` plus the cells of the trace's cliques of steps start..stop-1 not among ``seps`` (updated)."""
         cells = self._cells
-        for c, u in zip(self.cliques[start:stop], self.order[start:stop]):
+        for c, u in zip(t.cliques[start:stop], t.order[start:stop]):
             if c not in seps:
                 found = cells.get(c)
                 total += found if found is not None else self.cells(c)
             seps.add(c & ~(1 << u))
         return total
 
-    def _seps(self, k: int) -> set[int]:
-        """The neighbourhoods (at elimination) of G's first k eliminated attributes (a fresh set)."""
-        found = self._seps_at.get(k)
+    def _seps(self, t: "PartTrace", k: int) -> set[int]:
+        """The neighbourhoods (at elimination) of the trace's first k eliminated attributes (a fresh set)."""
+        found = t.seps_at.get(k)
         if found is None:
-            found = self._seps_at[k] = frozenset(c & ~(1 << v) for c, v in zip(self.cliques[:k], self.order[:k]))
+            found = t.seps_at[k] = frozenset(c & ~(1 << v) for c, v in zip(t.cliques[:k], t.order[:k]))
         return set(found)
 
     def inside_node(self, mask: int) -> bool:
@@ -236,12 +244,19 @@ class SizeFilter:
         key = (merged, tuple(extra.items()), self._graph_key(merged))
         part = self._known.get(key)
         if part is None:
-            if 2 * merged.bit_count() <= len(self.sizes):
+            if merged.bit_count() <= _FRESH_ATTRS:
                 part = self._eliminate_part(merged, extra)
             else:
-                part = self._replay(extra) - others
+                part = self._replay(self._part_trace(merged), extra)
             self._known[key] = part
         return others + part
+
+    def _part_trace(self, merged: int) -> "PartTrace":
+        """G's trace restricted to the components of ``merged`` (made once per set)."""
+        found = self._traces.get(merged)
+        if found is None:
+            found = self._traces[merged] = PartTrace(self, merged)
+        return found
 
     def _graph_key(self, merged: int) -> tuple[int, ...]:
         """The adjacency of the attributes of ``merged`` (a union of components), made once per set."""
@@ -271,38 +286,39 @@ class SizeFilter:
             seps.add(clique & ~(1 << v))
         return total
 
-    def _replay(self, extra: dict[int, int]) -> int:
-        """Cells of G + ``extra`` by replaying G's trace, eliminating on our own only where it differs."""
+    def _replay(self, t: "PartTrace", extra: dict[int, int]) -> int:
+        """Cells of the trace's components with the ``extra`` edges, by replaying G's trace there and
+        eliminating on our own only where it differs."""
         k, seps, total = 0, None, 0
         while True:
             # Follow G's choices while the extra edges do not change them ...
-            k, total, seps = self._follow(extra, k, seps, total)
+            k, total, seps = self._follow(t, extra, k, seps, total)
             if k is None:
                 return total
             if seps is None:
-                seps, total = self._seps(k), self.prefix[k]
+                seps, total = self._seps(t, k), t.prefix[k]
             # ... then eliminate on our own until the same attributes are left as in G's trace,
             # with every edge of G's state there: from that step on, follow G again.
-            adj, keys, alive = (list(x) for x in self.states[k])
+            adj, keys = (list(x) for x in self.states[t.glob[k]][:2])
             for d, more in extra.items():
                 adj[d] |= more
                 keys[d] = self.cells(adj[d] | 1 << d)
-            k, total, extra = self._diverge(k, adj, keys, alive, seps, total)
+            k, total, extra = self._diverge(t, k, adj, keys, seps, total)
             if extra is None:
                 return total
 
     def _diverge(
-        self, k: int, adj: list[int], keys: list[int], alive: list[int], seps: set[int], total: int
+        self, t: "PartTrace", k: int, adj: list[int], keys: list[int], seps: set[int], total: int
     ) -> tuple[int, int, dict[int, int] | None]:
-        """Eliminate greedily from step ``k`` (state given, updated in place) until the same attributes
-        are left as in G's trace with every edge of G's state there; (step, cells, the edges G lacks
-        then), or (n, cells, None) at the end."""
-        cells, alive_masks, states = self._cells, self.alive_masks, self.states
+        """Eliminate greedily from step ``k`` of the trace (state given, updated in place) until the
+        same attributes of its components are left as in G's trace with every edge of G's state
+        there; (step, cells, the edges G lacks then), or (end, cells, None)."""
+        cells, alive_masks, states, glob = self._cells, t.alive_masks, self.states, t.glob
         left = alive_masks[k]
         # the least (key, attribute) by a heap with stale entries skipped (keys change only for
         # the neighbours of the attribute just eliminated): min() over every attribute left was
         # most of the filter's time on wide tables
-        heap = [(keys[u], u) for u in alive]
+        heap = [(keys[u], u) for u in _bits(left)]
         heapq.heapify(heap)
         while left:
             key, v = heapq.heappop(heap)
@@ -324,9 +340,9 @@ class SizeFilter:
             left &= ~bit
             k += 1
             if nbrs == left:  # the attributes left form a clique now: every later clique is in seps
-                return len(self.order), total, None
+                return len(t.order), total, None
             if left == alive_masks[k]:
-                g = states[k][0]
+                g = states[glob[k]][0]
                 rest = _bits(left)
                 if all(g[u] & ~adj[u] == 0 for u in rest):
                     return k, total, {u: adj[u] & ~g[u] for u in rest if adj[u] & ~g[u]}

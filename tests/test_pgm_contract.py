@@ -88,28 +88,3 @@ def test_pair_many_refuses_tables_that_do_not_share_the_same_labels():
     with pytest.raises(ValueError, match="shared labels"):
         pair_many(a, ["s", "x"], [(np.ones((2, 4)), ["s", "y"]), (np.ones((4,)), ["y"])], [])
 
-
-def test_a_stack_cache_gives_the_same_results_and_copies_a_table_once_per_layout():
-    from pgm.kernels.contract import StackCache
-
-    rng = np.random.default_rng(3)
-    # (x, s, u, t) in C order against (h, s, t, u) stored as (t, h, u, s): no stack view of either
-    node = np.ascontiguousarray(rng.random((5, 2, 4, 3))).transpose(1, 3, 0, 2)  # axes (h, s, t, u)
-    m_labels, labels = ["x", "s", "u", "t"], ["h", "s", "t", "u"]
-    messages = [rng.random((6, 3, 4, 5)) for _ in range(3)]
-    cache = StackCache(10_000)
-    for message in messages:
-        plain = contract(message, m_labels, node, labels, ["h", "x"])
-        kept = contract(message, m_labels, node, labels, ["h", "x"], cache)
-        assert np.array_equal(plain, kept)
-        num = {"x": 0, "s": 1, "u": 2, "t": 3, "h": 4}
-        want = np.einsum(message, [num[a] for a in m_labels], node, [num[a] for a in labels], [4, 0])
-        np.testing.assert_allclose(kept, want, rtol=1e-12)
-    assert len(cache.found) >= 1 and cache.left == 10_000 - sum(s.size for _, s in cache.found.values())
-    copies = {id(s) for _, s in cache.found.values()}
-    contract(messages[0], m_labels, node, labels, ["h", "x"], cache)
-    assert {id(s) for _, s in cache.found.values()} == copies  # reused, not copied again
-    small = StackCache(10)  # a copy over the budget is made but not kept
-    assert np.array_equal(contract(messages[0], m_labels, node, labels, ["h", "x"], small),
-                          contract(messages[0], m_labels, node, labels, ["h", "x"]))
-    assert not small.found and small.left == 10

@@ -25,44 +25,18 @@ from .plans import sum_out
 BLAS_CELLS = 1 << 18
 
 
-class StackCache:
-    """The contiguous copies `contract` makes, kept for one batch of contractions that meets the
-    same tables again (up to ``cells`` cells). Each entry holds its source table, so no other
-    table can take its place (and its id) while the cache lives."""
-
-    def __init__(self, cells: int) -> None:
-        self.left = cells
-        self.found: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
-
-    def copy(self, table: np.ndarray, perm: list[int], shape: list[int]) -> np.ndarray:
-        """``table`` transposed by ``perm``, copied contiguous and reshaped (made once per batch)."""
-        key = (id(table), tuple(perm), tuple(shape))
-        entry = self.found.get(key)
-        if entry is not None and entry[0] is table:
-            return entry[1]
-        stack = np.ascontiguousarray(table.transpose(perm)).reshape(shape)
-        if stack.size <= self.left:
-            self.left -= stack.size
-            self.found[key] = table, stack
-        return stack
-
-
-def pair(a: np.ndarray, a_labels: Sequence, b: np.ndarray, b_labels: Sequence, out: Sequence,
-         cache: StackCache | None = None) -> np.ndarray:
+def pair(a: np.ndarray, a_labels: Sequence, b: np.ndarray, b_labels: Sequence, out: Sequence) -> np.ndarray:
     """``np.einsum(a, a_labels, b, b_labels, out)`` for any hashable labels: by `contract` when the
-    joint label space has more than `BLAS_CELLS` cells, by one plain einsum call otherwise;
-    ``cache`` keeps `contract`'s copies for reuse."""
+    joint label space has more than `BLAS_CELLS` cells, by one plain einsum call otherwise."""
     sizes = dict(zip(a_labels, a.shape)) | dict(zip(b_labels, b.shape))
     if math.prod(sizes.values()) > BLAS_CELLS:
-        return contract(a, a_labels, b, b_labels, out, cache)
+        return contract(a, a_labels, b, b_labels, out)
     index = {x: k for k, x in enumerate(sizes)}
     return np.einsum(a, [index[x] for x in a_labels], b, [index[x] for x in b_labels], [index[x] for x in out])
 
 
-def contract(a: np.ndarray, a_labels: Sequence, b: np.ndarray, b_labels: Sequence, out: Sequence,
-             cache: StackCache | None = None) -> np.ndarray:
-    """``np.einsum(a, a_labels, b, b_labels, out)`` by one batched matmul (labels: any hashables, none
-    repeated within a table); ``cache``: where the copies a table needs are kept for reuse."""
+def contract(a: np.ndarray, a_labels: Sequence, b: np.ndarray, b_labels: Sequence, out: Sequence) -> np.ndarray:
+    """``np.einsum(a, a_labels, b, b_labels, out)`` by one batched matmul (labels: any hashables, none repeated within a table)."""
     a, a_labels = _drop_private(a, list(a_labels), set(b_labels) | set(out))
     b, b_labels = _drop_private(b, list(b_labels), set(a_labels) | set(out))
     out = list(out)
@@ -81,9 +55,9 @@ def contract(a: np.ndarray, a_labels: Sequence, b: np.ndarray, b_labels: Sequenc
             best = copied, batch, inner, a3, b3
     _, batch, inner, a3, b3 = best
     if a3 is None:
-        a3 = _as_stack(a, a_labels, [batch, left, inner], sizes, copy=True, cache=cache)
+        a3 = _as_stack(a, a_labels, [batch, left, inner], sizes, copy=True)
     if b3 is None:
-        b3 = _as_stack(b, b_labels, [batch, inner, right], sizes, copy=True, cache=cache)
+        b3 = _as_stack(b, b_labels, [batch, inner, right], sizes, copy=True)
     result = np.matmul(a3, b3).reshape([sizes[x] for x in batch + left + right])
     have = batch + left + right
     return result.transpose([have.index(x) for x in out])
@@ -102,18 +76,15 @@ def _memory_labels(table: np.ndarray, labels: list) -> list:
     return [labels[i] for i in sorted(range(table.ndim), key=lambda i: (-abs(table.strides[i]), i))]
 
 
-def _as_stack(table: np.ndarray, labels: list, groups: list[list], sizes: dict, copy: bool = False,
-              cache: StackCache | None = None) -> np.ndarray | None:
+def _as_stack(table: np.ndarray, labels: list, groups: list[list], sizes: dict, copy: bool = False) -> np.ndarray | None:
     """``table`` as a (g0, g1, g2) stack of matrices without a copy (the last two may come
     transposed: matmul takes either memory order), None when no such view exists; ``copy``: a
-    contiguous copy instead (kept in ``cache`` when given)."""
+    contiguous copy instead."""
     g0, g1, g2 = groups
     shape = [math.prod(sizes[x] for x in g) for g in groups]
     if copy:
-        perm = [labels.index(x) for x in g0 + g1 + g2]
-        if cache is not None:
-            return cache.copy(table, perm, shape)
-        return np.ascontiguousarray(table.transpose(perm)).reshape(shape)
+        view = table.transpose([labels.index(x) for x in g0 + g1 + g2])
+        return np.ascontiguousarray(view).reshape(shape)
     for rows, cols, swap in ((g1, g2, False), (g2, g1, True)):
         view = table.transpose([labels.index(x) for x in g0 + rows + cols])
         flat = _reshaped_view(view, [shape[0], shape[2], shape[1]] if swap else shape)
@@ -133,12 +104,10 @@ def _reshaped_view(view: np.ndarray, shape: list[int]) -> np.ndarray | None:
         return flat if np.may_share_memory(flat, view) else None
 
 
-def pair_many(a: np.ndarray, a_labels: Sequence, others: Sequence[tuple[np.ndarray, Sequence]], keep: Sequence,
-              cache: StackCache | None = None) -> list[tuple[list, np.ndarray]]:
+def pair_many(a: np.ndarray, a_labels: Sequence, others: Sequence[tuple[np.ndarray, Sequence]], keep: Sequence) -> list[tuple[list, np.ndarray]]:
     """``np.einsum(a, a_labels, b, b_labels, out)`` for every ``(b, b_labels)`` of ``others`` as one batched
     matmul: each b holds the same labels S of ``a`` plus labels of its own; the output keeps the labels
-    ``keep`` of S, a's other labels and b's own. Returns (labels, table) per b (views of one result);
-    ``cache`` as in `pair`."""
+    ``keep`` of S, a's other labels and b's own. Returns (labels, table) per b (views of one result)."""
     a_labels = list(a_labels)
     sizes = dict(zip(a_labels, a.shape))
     order = _memory_labels(a, a_labels)
@@ -148,7 +117,7 @@ def pair_many(a: np.ndarray, a_labels: Sequence, others: Sequence[tuple[np.ndarr
     left = [x for x in order if x not in shared]
     a3 = _as_stack(a, a_labels, [batch, left, inner], sizes)
     if a3 is None:
-        a3 = _as_stack(a, a_labels, [batch, left, inner], sizes, copy=True, cache=cache)
+        a3 = _as_stack(a, a_labels, [batch, left, inner], sizes, copy=True)
     rows, depth = a3.shape[0], a3.shape[2]
     stacks, rights = [], []
     for b, b_labels in others:

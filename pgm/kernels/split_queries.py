@@ -31,9 +31,6 @@ from .plans import reduce_axes, sum_out
 
 Answers = dict[frozenset[str], tuple[Clique, np.ndarray]]
 
-#: cells of the contiguous copies a batch keeps for reuse (`contract.StackCache`)
-STACK_CELLS = 1 << 22
-
 
 def split_marginals(oracle, queries: Sequence[frozenset[str]], budget_cells: int) -> Answers:
     """(axis order, counts) of each query (one component each, inside no node) from a `MarginalOracle`;
@@ -49,8 +46,6 @@ class _Splitter:
         self.rank = {a: k for k, a in enumerate(oracle.domain.attrs)}
         self.budget = budget_cells
         self.memo: Answers = {}
-        # the copies contractions make of the shared parts (a conditional meets many queries)
-        self.stacks = contraction.StackCache(min(budget_cells, STACK_CELLS))
         self.splits: dict[tuple, tuple[frozenset[str], frozenset[str], frozenset[int]]] = oracle._shape["splits"]
         self.conditionals: dict[tuple, np.ndarray] = {}  # (part order, separator) -> mu(part) / mu(separator)
         self.node_sets = [frozenset(n) for n in self.tree.nodes]
@@ -81,7 +76,7 @@ class _Splitter:
         down_order, down = self.answer(q_down | sep, below)
         up_order, up = self._up(q - sep - q_down, sep, cover - below)
         out = self.order(q)
-        table = contraction.pair(down, down_order, up, up_order, out, self.stacks)
+        table = contraction.pair(down, down_order, up, up_order, out)
         return self._keep(q, out, table, not top)
 
     def batch(self, queries: Sequence[frozenset[str]]) -> Answers:
@@ -118,7 +113,7 @@ class _Splitter:
         down = self._given(down_order, down, sep)
         parts = [(q - sep - q_down | sep, cover - self._split(q, cover)[2]) for q, cover in members]
         ups = self._batch(parts, False)  # the upper parts, themselves batched
-        results = contraction.pair_many(down, down_order, [ups[p][::-1] for p, _ in parts], q & sep, self.stacks)
+        results = contraction.pair_many(down, down_order, [ups[p][::-1] for p, _ in parts], q & sep)
         got: Answers = {}
         for (q, _), (labels, table) in zip(members, results):
             out = self.order(q)

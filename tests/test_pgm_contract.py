@@ -87,4 +87,3 @@ def test_pair_many_refuses_tables_that_do_not_share_the_same_labels():
     a = np.ones((2, 3))
     with pytest.raises(ValueError, match="shared labels"):
         pair_many(a, ["s", "x"], [(np.ones((2, 4)), ["s", "y"]), (np.ones((4,)), ["y"])], [])
-

@@ -43,10 +43,21 @@ def single_threaded() -> None:
         os.environ.setdefault(name, "1")
 
 
+#: the busy loop: spins until killed, or until the process that started it is gone (a benchmark
+#: stopped midway must not leave a core spinning under every later measurement)
+BUSY_LOOP = """
+import os, sys
+parent = int(sys.argv[1])
+while os.getppid() == parent:
+    for _ in range(100_000):
+        pass
+"""
+
+
 def busy_process() -> subprocess.Popen:
-    """Start one process that keeps a core busy (pure-Python loop) until killed: the 'busy server'
-    a user's run shares the machine with."""
-    return subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    """Start one process that keeps a core busy (pure-Python loop) until killed or orphaned: the
+    'busy server' a user's run shares the machine with."""
+    return subprocess.Popen([sys.executable, "-c", BUSY_LOOP, str(os.getpid())])
 
 
 def guarded_call(fn: Callable, args: tuple) -> tuple[Any, str | None, float]:

@@ -112,7 +112,17 @@ def run_json(command: Sequence[str], env: dict | None = None, cwd: Path | None =
 
 
 def peak_rss_mb(who: int = resource.RUSAGE_SELF) -> float:
-    """Peak resident memory in MiB (ru_maxrss is KiB on Linux, bytes on macOS)."""
+    """Peak resident memory in MiB: this process's own high-water mark (Linux: VmHWM; ru_maxrss
+    would also carry the peak of the process that forked it, e.g. a benchmark driver holding a
+    large table, across exec), else ru_maxrss (KiB on Linux, bytes on macOS)."""
+    if who == resource.RUSAGE_SELF:
+        try:
+            with open("/proc/self/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1]) / 1024
+        except OSError:
+            pass
     rss = resource.getrusage(who).ru_maxrss
     return rss / (1024 * 1024) if sys.platform == "darwin" else rss / 1024
 

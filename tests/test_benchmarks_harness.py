@@ -1,4 +1,4 @@
-"""`benchmarks.harness.busy_process`: it spins while its parent lives and ends with it."""
+"""`benchmarks.harness`: the busy process spins while its parent lives and ends with it; a run's peak memory is its own."""
 
 from __future__ import annotations
 
@@ -46,3 +46,18 @@ def test_the_busy_process_ends_when_the_process_that_started_it_is_gone():
     finally:
         if _spinning(pid):
             os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="reads /proc")
+def test_a_fresh_interpreter_reports_its_own_peak_memory_not_its_parents():
+    import numpy as np
+
+    from benchmarks.harness import ROOT, peak_rss_mb
+
+    held = np.ones(40_000_000)  # 305 MiB in this process, the parent
+    assert peak_rss_mb() > 300
+    code = "from benchmarks.harness import peak_rss_mb; print(peak_rss_mb())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)), cwd=ROOT).stdout
+    assert float(out) < 200, out  # ru_maxrss would say > 300: the parent's peak survives the exec
+    del held

@@ -126,9 +126,6 @@ class SizeFilter:
             seps.add(clique & ~(1 << v))
         self.size_cells = self.prefix[-1]
         self.ranked = [sorted(alive, key=lambda u: (keys[u], u)) for _, keys, alive in self.states]
-        self.position = [0] * n
-        for k, v in enumerate(self.order):
-            self.position[v] = k
 
     def _eliminate(self, v: int, adj: list[int], keys: list[int], alive: list[int]) -> int:
         """Eliminate ``v`` (in place): its neighbours become a clique and are re-keyed; returns its clique."""

@@ -34,16 +34,13 @@ _SETS: dict[Clique, frozenset[str]] = {}  # cliques recur in every fit of a run
 
 
 def clique_set(clique: Clique) -> frozenset[str]:
+    """The attributes of ``clique`` as a frozenset (made once per clique)."""
     found = _SETS.get(clique)
     if found is None:
         if len(_SETS) >= 1 << 16:
             _SETS.clear()
         found = _SETS[clique] = frozenset(clique)
     return found
-
-
-def _canonical_key(domain: Domain, clique: Clique) -> tuple:
-    return tuple(domain.attrs.index(a) for a in clique)
 
 
 def smallest_containing(domain: Domain, cliques: Sequence[Clique], attrs: Sequence[str]) -> int:
@@ -56,7 +53,7 @@ def smallest_containing(domain: Domain, cliques: Sequence[Clique], attrs: Sequen
         holding = [i for i in fewest if need <= clique_set(cliques[i])]
     else:
         holding = list(range(len(cliques)))
-    return min(holding, key=lambda i: (domain.size(cliques[i]), _canonical_key(domain, cliques[i])))
+    return min(holding, key=lambda i: (domain.size(cliques[i]), domain.axes(cliques[i])))
 
 
 _LAST_HOLDERS: tuple = ((), {})  # (cliques, attribute -> indices of the cliques holding it) of the last list asked

@@ -172,14 +172,6 @@ class MarginalOracle:
             summed = tuple(i for i, a in enumerate(node) if a not in attrs)
             table = sum_out(self.beliefs[home], summed) if summed else self.beliefs[home].copy()
             return tuple(a for a in node if a in attrs), table
-        if len(attrs) == 2:  # the common cross-component query (wide tables, small models): no set building
-            a, b = attrs
-            first, second = self._attr_component[a], self._attr_component[b]
-            if first != second:
-                if second < first:
-                    a, b = b, a
-                (order_a, share_a), (order_b, share_b) = self._share(frozenset((a,))), self._share(frozenset((b,)))
-                return order_a + order_b, np.multiply.outer(share_a, share_b) * self.total
         by_component: dict[int, set[str]] = {}
         for a in attrs:
             by_component.setdefault(self._attr_component[a], set()).add(a)

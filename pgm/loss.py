@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import numpy as np
+from scipy import sparse
 
 from marginals.domain import Domain
 from marginals.measurement import Measurement
@@ -84,6 +85,10 @@ class Loss:
     common top eigenvector with eigenvalue sum_i w_i |C| / |C_i|: so the Lipschitz constant of the
     gradient is the largest such sum. The smallest home makes it as small as one home per
     measurement allows and independent of the order of the measurements.
+
+    The A_i stacked are one sparse 0/1 matrix A over the flat layout: a call is the residual
+    r = A mu - y, the loss sum w r^2 / 2 and the gradient A^T (w r), two sparse products however
+    many measurements there are.
     """
 
     def __init__(self, domain: Domain, cliques: list[Clique], measurements: Sequence[Measurement], weight: str):
@@ -94,23 +99,24 @@ class Loss:
         sizes = [domain.size(c) for c in cliques]
         self.offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp)  # each clique's cells in the flat layout
         lip = np.zeros(len(cliques))
-        for home, _, _, _, _, y, w in items:
+        for home, _, _, y, w in items:
             lip[home] += w * sizes[home] / y.size
         self.lipschitz = float(lip.max())
-        # A measurement over its home's own table (no sum, no transpose) that no other measurement
-        # shares: its residual is a slice of the flat marginals, all of them in one vector pass.
-        count = np.bincount([item[0] for item in items], minlength=len(cliques))
-        sole = [k for k, item in enumerate(items) if not item[1] and item[2] is None and count[item[0]] == 1]
-        chosen = set(sole)
-        self.items = [item for k, item in enumerate(items) if k not in chosen]
-        homes = [items[k][0] for k in sole]
-        self.sole_index = np.concatenate([np.arange(self.offsets[h], self.offsets[h + 1]) for h in homes] or [np.zeros(0, np.intp)])
-        self.sole_y = np.concatenate([np.ravel(items[k][5]) for k in sole] or [np.zeros(0)]).astype(np.float64)
-        self.sole_w = np.concatenate([np.full(sizes[h], items[k][6]) for k, h in zip(sole, homes)] or [np.zeros(0)])
+        rows, cols, start = [np.zeros(0, np.intp)], [np.zeros(0, np.intp)], 0
+        for home, summed, to_meas, y, _ in items:  # home cell -> the measurement cell it sums into
+            rows.append(start + _cell_map(self.shapes[home], summed, to_meas, y.shape))
+            cols.append(np.arange(self.offsets[home], self.offsets[home + 1]))
+            start += y.size
+        rows, cols = np.concatenate(rows), np.concatenate(cols)
+        ones, flat_cells = np.ones(rows.size), int(self.offsets[-1])
+        self._sum = sparse.csr_matrix((ones, (rows, cols)), shape=(start, flat_cells))
+        self._spread = sparse.csr_matrix((ones, (cols, rows)), shape=(flat_cells, start))
+        self._y = np.concatenate([np.zeros(0)] + [np.ravel(y) for _, _, _, y, _ in items]).astype(np.float64)
+        self._w = np.concatenate([np.zeros(0)] + [np.full(y.size, w) for _, _, _, y, w in items])
 
     @staticmethod
     def _item(domain: Domain, cliques: list[Clique], m: Measurement, weight: str) -> tuple:
-        """(home, axes summed, transposes, broadcast shape, counts, weight) of one measurement."""
+        """(home, axes summed, axes after summing -> measurement order or None, counts, weight) of one measurement."""
         mcl = domain.check(m.clique)
         if m.noisy_counts.shape != domain.project(mcl).shape:
             raise ValueError(
@@ -121,32 +127,21 @@ class Loss:
         pcl = cliques[home]
         summed = tuple(i for i, a in enumerate(pcl) if a not in mcl)
         present = [a for a in pcl if a in mcl]
-        to_meas = [present.index(a) for a in mcl]  # axes after summing -> measurement order
-        to_pot = [mcl.index(a) for a in present]  # measurement axes -> potential order
-        if to_meas == sorted(to_meas):
-            to_meas = to_pot = None  # same axis order: no transposes in the hot loop
-        bshape = [domain[a] if a in mcl else 1 for a in pcl]
+        to_meas = [present.index(a) for a in mcl]
         w = 1.0 / m.sigma**2 if weight == "inverse_variance" else 1.0 / m.sigma
-        return home, summed, to_meas, to_pot, bshape, m.noisy_counts, w
+        return home, summed, None if to_meas == sorted(to_meas) else to_meas, m.noisy_counts, w
 
     def __call__(self, mu: Sequence[np.ndarray], mu_flat: np.ndarray | None = None) -> tuple[float, np.ndarray, list[np.ndarray]]:
         """(loss, its gradient in the flat layout, the same per clique as views); ``mu_flat``: the
         marginals concatenated in that layout (made here when not given)."""
         if mu_flat is None:
             mu_flat = flatten(mu)
-        flat = np.zeros(int(self.offsets[-1]))
-        grads = self.views(flat)
-        resid = mu_flat[self.sole_index] - self.sole_y
-        weighted = self.sole_w * resid
+        resid = self._sum @ mu_flat
+        resid -= self._y
+        weighted = self._w * resid
         loss = 0.5 * float(np.dot(weighted, resid))
-        flat[self.sole_index] = weighted
-        for home, summed, to_meas, to_pot, bshape, y, w in self.items:
-            table = mu[home].sum(axis=summed) if summed else mu[home]
-            resid = (table if to_meas is None else table.transpose(to_meas)) - y
-            loss += 0.5 * w * float(np.vdot(resid, resid))
-            resid *= w
-            grads[home] += (resid if to_pot is None else resid.transpose(to_pot)).reshape(bshape)
-        return loss, flat, grads
+        flat = self._spread @ weighted
+        return loss, flat, self.views(flat)
 
     def views(self, flat: np.ndarray) -> list[np.ndarray]:
         """Each clique's table as a view of the flat layout."""
@@ -157,3 +152,16 @@ class Loss:
 def flatten(tables: Sequence[np.ndarray]) -> np.ndarray:
     """The tables' cells one after another (each in C order): the flat layout of the descent."""
     return np.concatenate([np.ravel(t) for t in tables]) if tables else np.zeros(0)
+
+
+def _cell_map(shape: Sequence[int], summed: Sequence[int], to_meas: Sequence[int] | None, out_shape: Sequence[int]) -> np.ndarray:
+    """For each cell of a table of ``shape`` (C order), the cell of the measurement it sums into:
+    the ``summed`` axes dropped, the rest permuted by ``to_meas``, raveled in ``out_shape``."""
+    kept = [i for i in range(len(shape)) if i not in summed]
+    if to_meas is not None:
+        kept = [kept[j] for j in to_meas]
+    grids = np.indices(shape, sparse=True)
+    index = np.zeros(shape, dtype=np.intp)
+    for axis, length in zip(kept, out_shape):
+        index = index * length + grids[axis]
+    return index.ravel()

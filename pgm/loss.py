@@ -110,7 +110,7 @@ class Loss:
         rows, cols = np.concatenate(rows), np.concatenate(cols)
         ones, flat_cells = np.ones(rows.size), int(self.offsets[-1])
         self._sum = sparse.csr_matrix((ones, (rows, cols)), shape=(start, flat_cells))
-        self._spread = sparse.csr_matrix((ones, (cols, rows)), shape=(flat_cells, start))
+        self._spread = self._sum.T  # a transposed view (CSC): its products need no second matrix
         self._y = np.concatenate([np.zeros(0)] + [np.ravel(y) for _, _, _, y, _ in items]).astype(np.float64)
         self._w = np.concatenate([np.zeros(0)] + [np.full(y.size, w) for _, _, _, y, w in items])
 

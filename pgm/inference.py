@@ -37,7 +37,8 @@ over the node), and redone from the log-table with its own max (root) or per-sli
 (other nodes) when the bound was too loose for full precision; the distribute sums run over counts
 (<= total). Node tables are stored with their attributes by increasing size (long inner loops
 for numpy) and handed out as views in node order. Sums over axes go through `plans.sum_out`
-(one einsum pass where numpy's axis sums are slow).
+(one einsum pass where numpy's axis sums are slow), its choices made once per table shape
+(`plans.sum_plan`).
 
 Per node, the collect step is `_collect_factored` (read out of its factors) or `_collect_formed`
 (its table built, then `_collect`, or `_normalise` for a root); the distribute step reads it out
@@ -56,7 +57,7 @@ from .calibration import Calibration, PassState
 from .junction_tree import Clique, JunctionTree
 from .kernels import threads
 from .kernels.factored import FactorPlan, choose_reading
-from .kernels.plans import AdditionPlan, MarginalPlan, reduce_axes, sum_out
+from .kernels.plans import AdditionPlan, MarginalPlan, reduce_axes, sum_plan
 
 
 class TreeEngine:
@@ -83,7 +84,7 @@ class TreeEngine:
         self._to_layout = [_perm(cl, [a for a in self.layouts[h] if a in cl]) for cl, h in zip(self.cliques, self.home)]
         self._compile_separators(sizes)
         self._cells = [domain.size(node) for node in tree.nodes]
-        self._add_plans, self._marg_plans, self._up_axes = [], [], []
+        self._add_plans, self._marg_plans, self._up_axes, self._up_sums = [], [], [], []
         # Large nodes whose factors overlap little: contracted, never formed (`pgm.kernels.factored`).
         self._factored: dict[int, tuple[AdditionPlan, FactorPlan | None, FactorPlan]] = {}
         for i, layout in enumerate(self.layouts):
@@ -95,6 +96,7 @@ class TreeEngine:
             self._marg_plans.append(MarginalPlan(layout, sizes, targets))
             sep = set(tree.separator(i))
             self._up_axes.append(tuple(j for j, a in enumerate(layout) if a not in sep))
+            self._up_sums.append(sum_plan([sizes[a] for a in layout], self._up_axes[-1], self._sep_axes.get(i)))
             chosen = self._factor_plans(i, items, targets, sizes)
             if chosen is not None:
                 self._factored[i] = chosen
@@ -323,7 +325,7 @@ class TreeEngine:
                 np.exp(belief, out=belief)
                 bound = peak
         if bound is not None:
-            sums = sum_out(belief, axes, self._sep_axes[i])
+            sums = self._up_sums[i](belief)
             if sums.min() >= _UNDERFLOW:
                 return np.log(sums) + bound, sums
         belief = self._add_plans[i].run(tables, out=belief)
@@ -331,7 +333,7 @@ class TreeEngine:
         np.maximum(shift, -1e300, out=shift)  # an all -inf slice: exp(-inf) = 0, log 0 = -inf
         belief -= shift
         np.exp(belief, out=belief)
-        sums = sum_out(belief, axes, self._sep_axes[i])
+        sums = self._up_sums[i](belief)
         shift = shift.reshape([belief.shape[j] for j in sorted(self._sep_axes[i])])  # the child's order
         there = self._sep_there[i]
         return np.log(sums) + (shift if there is None else shift.transpose(there)), sums

@@ -16,7 +16,7 @@ computed once per tree (structure only) and replayed at every belief propagation
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -64,6 +64,26 @@ def sum_out(values: np.ndarray, axes: Sequence[int], order: Sequence[int] | None
     if axes == [0]:
         return values.sum(axis=0)
     return np.einsum(values, list(range(values.ndim)), kept)
+
+
+def sum_plan(shape: Sequence[int], axes: Sequence[int], order: Sequence[int] | None = None) -> Callable[[np.ndarray], np.ndarray]:
+    """`sum_out` over ``axes`` (kept axes in ``order``) for tables of ``shape``, with its choices
+    made once: the returned function computes exactly what `sum_out` does, minus its per-call
+    bookkeeping (the hot loops call it tens of times per propagation)."""
+    axes = sorted(set(axes))
+    labels = list(range(len(shape)))
+    kept = [i for i in labels if i not in axes]
+    if axes and math.prod(shape) >= threads.MIN_CELLS:
+        target = kept if order is None else list(order)
+        return lambda values: threads.sum_kept(values, target)
+    if order is not None and list(order) != kept:
+        wanted = list(order)
+        return lambda values: np.einsum(values, labels, wanted)
+    if not axes:
+        return lambda values: values
+    if axes == [0]:
+        return lambda values: values.sum(axis=0)
+    return lambda values: np.einsum(values, labels, kept)
 
 
 def conditional(table: np.ndarray, summed: Sequence[int]) -> np.ndarray:
@@ -193,6 +213,7 @@ class MarginalPlan:
                 current = len(tables) - 1
             where[target] = current
         self.tables = tables
+        self._sums = [sum_plan([sizes[a] for a in tables[source]], (axis,)) for source, axis in self.steps]
         # Per requested target: table index and the transposition into the requested order.
         self.outputs = []
         for t, want in zip(ordered, targets):
@@ -203,11 +224,11 @@ class MarginalPlan:
         """The target marginals (each with axes in its requested order) of ``table``, or of ``table``
         times ``factor`` (broadcast onto it) without forming that product."""
         work = [table]
-        for source, axis in self.steps:
+        for (source, axis), summed in zip(self.steps, self._sums):
             if source == 0 and factor is not None:
                 work.append(threads.sum_kept(table, [k for k in range(table.ndim) if k != axis], factor))
             else:
-                work.append(sum_out(work[source], (axis,)))
+                work.append(summed(work[source]))
         if factor is not None and any(i == 0 for i, _ in self.outputs):  # a target is the whole node
             work[0] = table * factor
         return [work[i] if perm is None else work[i].transpose(perm) for i, perm in self.outputs]

@@ -81,7 +81,6 @@ class _Iterate:
     calibration: Calibration
     mu: list[np.ndarray]
     loss: float
-    grads: list[np.ndarray]  # views of grad_flat
     theta_flat: np.ndarray
     mu_flat: np.ndarray
     grad_flat: np.ndarray
@@ -156,8 +155,8 @@ def _evaluate(problem: _Problem, theta_flat: np.ndarray, slot: int) -> _Iterate:
     theta = problem.loss.views(theta_flat)
     calibration = problem.engine.propagate(theta, problem.total, slot=slot)
     mu_flat = flatten(calibration.marginals)
-    loss, grad_flat, grads = problem.loss(calibration.marginals, mu_flat)
-    return _Iterate(theta, calibration, calibration.marginals, loss, grads, theta_flat, mu_flat, grad_flat)
+    loss, grad_flat = problem.loss(calibration.marginals, mu_flat)
+    return _Iterate(theta, calibration, calibration.marginals, loss, theta_flat, mu_flat, grad_flat)
 
 
 def _accepts(current: _Iterate, candidate: _Iterate, armijo: float) -> bool:

@@ -131,8 +131,8 @@ class Loss:
         w = 1.0 / m.sigma**2 if weight == "inverse_variance" else 1.0 / m.sigma
         return home, summed, None if to_meas == sorted(to_meas) else to_meas, m.noisy_counts, w
 
-    def __call__(self, mu: Sequence[np.ndarray], mu_flat: np.ndarray | None = None) -> tuple[float, np.ndarray, list[np.ndarray]]:
-        """(loss, its gradient in the flat layout, the same per clique as views); ``mu_flat``: the
+    def __call__(self, mu: Sequence[np.ndarray], mu_flat: np.ndarray | None = None) -> tuple[float, np.ndarray]:
+        """(loss, its gradient in the flat layout; `views` gives it per clique); ``mu_flat``: the
         marginals concatenated in that layout (made here when not given)."""
         if mu_flat is None:
             mu_flat = flatten(mu)
@@ -140,8 +140,7 @@ class Loss:
         resid -= self._y
         weighted = self._w * resid
         loss = 0.5 * float(np.dot(weighted, resid))
-        flat = self._spread @ weighted
-        return loss, flat, self.views(flat)
+        return loss, self._spread @ weighted
 
     def views(self, flat: np.ndarray) -> list[np.ndarray]:
         """Each clique's table as a view of the flat layout."""
@@ -151,7 +150,7 @@ class Loss:
 
 def flatten(tables: Sequence[np.ndarray]) -> np.ndarray:
     """The tables' cells one after another (each in C order): the flat layout of the descent."""
-    return np.concatenate([np.ravel(t) for t in tables]) if tables else np.zeros(0)
+    return np.concatenate([t.ravel() for t in tables]) if tables else np.zeros(0)
 
 
 def _cell_map(shape: Sequence[int], summed: Sequence[int], to_meas: Sequence[int] | None, out_shape: Sequence[int]) -> np.ndarray:

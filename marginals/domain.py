@@ -79,6 +79,7 @@ class Domain:
         # lookups every hot path makes (not fields: equality, hash and repr ignore them)
         object.__setattr__(self, "_position", {a: i for i, a in enumerate(attrs)})
         object.__setattr__(self, "_projections", {})
+        object.__setattr__(self, "_checked", {})  # attribute tuple -> its cell count, once checked
         if self.ordinal is not None:
             object.__setattr__(self, "ordinal", _ordinal(self.ordinal, dict(zip(attrs, shape))))
 
@@ -90,6 +91,7 @@ class Domain:
             object.__setattr__(self, name, value)
         object.__setattr__(self, "_position", {a: i for i, a in enumerate(self.attrs)})
         object.__setattr__(self, "_projections", {})
+        object.__setattr__(self, "_checked", {})
 
     @classmethod
     def from_dict(cls, sizes: Mapping[str, int], ordinal: Any = None) -> "Domain":
@@ -181,11 +183,19 @@ class Domain:
     def check(self, attrs: Iterable[str]) -> tuple[str, ...]:
         """Return ``attrs`` as a tuple after checking that every name is known and none repeats."""
         attrs = tuple(attrs)
+        try:
+            if attrs in self._checked:  # the hot paths ask about the same cliques again and again
+                return attrs
+        except TypeError:  # an unhashable name: reported below
+            pass
         unknown = [a for a in attrs if a not in self]
         if unknown:
             raise ValueError(f"unknown attribute(s) {unknown}; the domain has {list(self.attrs)}")
         if len(set(attrs)) != len(attrs):
             raise ValueError(f"repeated attribute in {attrs}")
+        if len(self._checked) >= 1 << 16:
+            self._checked.clear()
+        self._checked[attrs] = math.prod(self.shape[self._position[a]] for a in attrs)
         return attrs
 
     def project(self, attrs: Sequence[str]) -> "Domain":
@@ -207,7 +217,9 @@ class Domain:
         """Number of cells of the marginal over ``attrs`` (all attributes when None)."""
         if attrs is None:
             return math.prod(self.shape)
-        return math.prod(self[a] for a in self.check(attrs))
+        attrs = self.check(attrs)
+        found = self._checked.get(attrs)
+        return math.prod(self[a] for a in attrs) if found is None else found
 
     def axes(self, attrs: Sequence[str]) -> tuple[int, ...]:
         """Positions of ``attrs`` in the domain order."""

@@ -57,7 +57,7 @@ from .calibration import Calibration, PassState
 from .junction_tree import Clique, JunctionTree
 from .kernels import threads
 from .kernels.factored import FactorPlan, choose_reading
-from .kernels.plans import AdditionPlan, MarginalPlan, reduce_axes, sum_plan
+from .kernels.plans import AdditionPlan, addition_plan, marginal_plan, reduce_axes, sum_plan
 
 
 class TreeEngine:
@@ -91,9 +91,10 @@ class TreeEngine:
             hosted, children = self._hosted[i], self._children[i]
             items = [tuple(a for a in layout if a in self.cliques[k]) for k in hosted]
             items += [self._sep_order[c] for c in children]
-            self._add_plans.append(AdditionPlan(layout, sizes, items))
+            shape = tuple((a, sizes[a]) for a in layout)
+            self._add_plans.append(addition_plan(shape, tuple(items)))
             targets = [self.cliques[k] for k in hosted] + [self._sep_order[c] for c in children]
-            self._marg_plans.append(MarginalPlan(layout, sizes, targets))
+            self._marg_plans.append(marginal_plan(shape, tuple(targets)))
             sep = set(tree.separator(i))
             self._up_axes.append(tuple(j for j, a in enumerate(layout) if a not in sep))
             self._up_sums.append(sum_plan([sizes[a] for a in layout], self._up_axes[-1], self._sep_axes.get(i)))

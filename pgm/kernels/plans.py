@@ -15,6 +15,7 @@ computed once per tree (structure only) and replayed at every belief propagation
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Callable, Sequence
 
@@ -232,3 +233,16 @@ class MarginalPlan:
         if factor is not None and any(i == 0 for i, _ in self.outputs):  # a target is the whole node
             work[0] = table * factor
         return [work[i] if perm is None else work[i].transpose(perm) for i, perm in self.outputs]
+
+
+@functools.lru_cache(maxsize=4096)
+def addition_plan(layout: tuple[tuple[str, int], ...], items: tuple[Attrs, ...]) -> AdditionPlan:
+    """The `AdditionPlan` of a node (its attributes and sizes, in table order) and summands, made
+    once: consecutive fits (AIM's rounds) rebuild trees that share most of their nodes."""
+    return AdditionPlan(tuple(a for a, _ in layout), dict(layout), items)
+
+
+@functools.lru_cache(maxsize=4096)
+def marginal_plan(layout: tuple[tuple[str, int], ...], targets: tuple[Attrs, ...]) -> MarginalPlan:
+    """The `MarginalPlan` of a node and read-out targets, made once (as `addition_plan`)."""
+    return MarginalPlan(tuple(a for a, _ in layout), dict(layout), targets)

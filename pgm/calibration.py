@@ -17,13 +17,14 @@ class PassState:
     """The working tables of one propagation over a tree of ``nodes`` nodes; ``buffers`` are the
     arrays node tables are written into (None entries: allocate fresh)."""
 
-    __slots__ = ("buffers", "beliefs", "up", "sums", "deferred", "factors", "owed")
+    __slots__ = ("buffers", "beliefs", "up", "sums", "positive", "deferred", "factors", "owed")
 
     def __init__(self, buffers: list[np.ndarray | None], nodes: int) -> None:
         self.buffers = buffers
         self.beliefs: list[np.ndarray | None] = [None] * nodes
         self.up: dict[int, np.ndarray] = {}  # log message to the parent
         self.sums: dict[int, np.ndarray] = {}  # separator sums of a child's exponentials
+        self.positive: set[int] = set()  # children whose separator sums are all > 0
         self.deferred: dict[int, tuple[list[np.ndarray], float]] = {}  # roots normalised at read-out
         self.factors: dict[int, list[np.ndarray]] = {}  # factored nodes: their exponentiated factors
         self.owed: list[np.ndarray | float | None] = [None] * nodes  # factors not yet applied in place

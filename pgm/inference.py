@@ -234,12 +234,13 @@ class TreeEngine:
             return True
         total_up = plan.run(exps)[0]
         if total_up.min() >= _UNDERFLOW:
+            run.positive.add(i)
             run.factors[i], run.beliefs[i] = exps, run.buffers[i]
             run.up[i], run.sums[i] = np.log(total_up) + bound, total_up
             return True
         # underflow: form the table and take the exact path
         run.beliefs[i] = merges.product(exps, out=run.buffers[i])
-        run.up[i], run.sums[i] = self._collect(i, tables, run.beliefs[i], bound)
+        run.up[i], run.sums[i] = self._collect(i, tables, run.beliefs[i], bound, run.positive)
         return True
 
     def _collect_formed(self, i: int, tables: list[np.ndarray], run: PassState, total: float) -> None:
@@ -254,7 +255,7 @@ class TreeEngine:
         if bound is None:
             run.beliefs[i] = self._add_plans[i].run(tables, out=run.buffers[i])
         if self.tree.parent[i] is not None:
-            run.up[i], run.sums[i] = self._collect(i, tables, run.beliefs[i], bound)
+            run.up[i], run.sums[i] = self._collect(i, tables, run.beliefs[i], bound, run.positive)
         elif bound is not None:
             run.deferred[i] = (tables, bound)
         else:  # a root's belief is complete: turn it into counts summing to total
@@ -267,7 +268,8 @@ class TreeEngine:
         place: they keep that factor as owed, their read-outs include it, and
         `Calibration.beliefs` applies it if anyone asks."""
         factor = np.divide(sep_counts, run.sums[c])
-        factor[run.sums[c] == 0] = 0.0
+        if c not in run.positive:
+            factor[run.sums[c] == 0] = 0.0
         if self._sep_back[c] is not None:
             factor = factor.transpose(self._sep_back[c])
         factor = factor.reshape(self._down_shape[c])
@@ -307,10 +309,12 @@ class TreeEngine:
         self._normalise(i, tables, belief, bound, total)
         return self._marg_plans[i].run(belief), None
 
-    def _collect(self, i: int, tables: list[np.ndarray], belief: np.ndarray, bound: float | None) -> tuple[np.ndarray, np.ndarray]:
+    def _collect(self, i: int, tables: list[np.ndarray], belief: np.ndarray, bound: float | None,
+                 positive: set[int]) -> tuple[np.ndarray, np.ndarray]:
         """Node ``i``'s table as exp(log-belief - shift), in place (it holds that already, with
         shift = ``bound``, unless ``bound`` is None: then it holds the log-belief); returns its log
-        message to the parent and the separator sums of the exponentials.
+        message to the parent and the separator sums of the exponentials (``i`` joins ``positive``
+        when every sum is > 0).
 
         One global shift (``bound``, else the table's max) serves every separator slice; when a
         slice's shifted sum underflows (or -inf entries empty a slice) the log table is rebuilt
@@ -328,6 +332,7 @@ class TreeEngine:
         if bound is not None:
             sums = self._up_sums[i](belief)
             if sums.min() >= _UNDERFLOW:
+                positive.add(i)
                 return np.log(sums) + bound, sums
         belief = self._add_plans[i].run(tables, out=belief)
         shift = reduce_axes(np.max, belief, axes)

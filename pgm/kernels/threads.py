@@ -180,7 +180,7 @@ def chain(op: np.ufunc, operands: Sequence[np.ndarray], out: np.ndarray) -> np.n
         for t in parts[2:]:
             op(dest, t, out=dest)
 
-    axis = split_axis(out) if thread_count() > 1 else None  # elementwise: any cut is exact
+    axis = split_axis(out) if out.size >= MIN_CELLS and thread_count() > 1 else None  # elementwise: any cut is exact
     if axis is None:
         work()
     else:
@@ -221,7 +221,7 @@ def sum_kept(values: np.ndarray, kept: Sequence[int], factor: np.ndarray | None 
 
 def scale(table: np.ndarray, factor: np.ndarray | float) -> None:
     """``table *= factor`` in place (``factor`` broadcast onto ``table``), split across the threads."""
-    axis = split_axis(table) if thread_count() > 1 else None  # elementwise: any cut is exact
+    axis = split_axis(table) if table.size >= MIN_CELLS and thread_count() > 1 else None  # elementwise: any cut is exact
     if axis is None:
         table *= factor
         return

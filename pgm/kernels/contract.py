@@ -19,6 +19,7 @@ from typing import Sequence
 import numpy as np
 
 from .plans import sum_out
+from .threads import einsum
 
 #: contractions over a joint label space of more cells than this go through `contract` (smaller
 #: ones are cheaper as one plain einsum call).
@@ -32,7 +33,7 @@ def pair(a: np.ndarray, a_labels: Sequence, b: np.ndarray, b_labels: Sequence, o
     if math.prod(sizes.values()) > BLAS_CELLS:
         return contract(a, a_labels, b, b_labels, out)
     index = {x: k for k, x in enumerate(sizes)}
-    return np.einsum(a, [index[x] for x in a_labels], b, [index[x] for x in b_labels], [index[x] for x in out])
+    return einsum(a, [index[x] for x in a_labels], b, [index[x] for x in b_labels], [index[x] for x in out])
 
 
 def contract(a: np.ndarray, a_labels: Sequence, b: np.ndarray, b_labels: Sequence, out: Sequence) -> np.ndarray:

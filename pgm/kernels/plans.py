@@ -22,6 +22,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from . import threads
+from .threads import einsum
 
 Attrs = tuple[str, ...]
 
@@ -59,12 +60,12 @@ def sum_out(values: np.ndarray, axes: Sequence[int], order: Sequence[int] | None
     if axes and values.size >= threads.MIN_CELLS:  # large: slab by slab, on every core
         return threads.sum_kept(values, kept if order is None else order)
     if order is not None and list(order) != kept:
-        return np.einsum(values, list(range(values.ndim)), list(order))
+        return einsum(values, list(range(values.ndim)), list(order))
     if not axes:
         return values
     if axes == [0]:
         return values.sum(axis=0)
-    return np.einsum(values, list(range(values.ndim)), kept)
+    return einsum(values, list(range(values.ndim)), kept)
 
 
 def sum_plan(shape: Sequence[int], axes: Sequence[int], order: Sequence[int] | None = None) -> Callable[[np.ndarray], np.ndarray]:
@@ -79,12 +80,12 @@ def sum_plan(shape: Sequence[int], axes: Sequence[int], order: Sequence[int] | N
         return lambda values: threads.sum_kept(values, target)
     if order is not None and list(order) != kept:
         wanted = list(order)
-        return lambda values: np.einsum(values, labels, wanted)
+        return lambda values: einsum(values, labels, wanted)
     if not axes:
         return lambda values: values
     if axes == [0]:
         return lambda values: values.sum(axis=0)
-    return lambda values: np.einsum(values, labels, kept)
+    return lambda values: einsum(values, labels, kept)
 
 
 def conditional(table: np.ndarray, summed: Sequence[int]) -> np.ndarray:

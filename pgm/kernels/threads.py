@@ -25,6 +25,14 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+try:  # np.einsum without `optimize` is exactly this call; the hot loops skip the Python wrapper
+    from numpy._core.multiarray import c_einsum as einsum
+except ImportError:  # numpy < 2
+    try:
+        from numpy.core.multiarray import c_einsum as einsum
+    except ImportError:
+        einsum = np.einsum
+
 #: tables with fewer cells are processed whole, in the calling thread.
 MIN_CELLS = 1 << 17
 #: a slab must hold contiguous runs of at least this many cells.
@@ -205,10 +213,9 @@ def sum_kept(values: np.ndarray, kept: Sequence[int], factor: np.ndarray | None 
         part = values if lo is None else _slab(values, axis, lo, hi)
         if rows:
             return np.sum(part, axis=0, out=out)
-        if factor is None:
-            return np.einsum(part, labels, kept, out=out)
-        f = factor if lo is None or axis not in on else _slab(factor, on.index(axis), lo, hi)
-        return np.einsum(part, labels, f, on, kept, out=out)
+        operands = [part, labels] if factor is None else [
+            part, labels, factor if lo is None or axis not in on else _slab(factor, on.index(axis), lo, hi), on]
+        return einsum(*operands, kept) if out is None else einsum(*operands, kept, out=out)
 
     axis = split_axis(values, kept)
     if axis is None:

@@ -5,6 +5,7 @@ flat layout (every clique's table one after another) the descent works in.
 
 from __future__ import annotations
 
+import functools
 from typing import Sequence
 
 import numpy as np
@@ -129,7 +130,7 @@ class Loss:
         present = [a for a in pcl if a in mcl]
         to_meas = [present.index(a) for a in mcl]
         w = 1.0 / m.sigma**2 if weight == "inverse_variance" else 1.0 / m.sigma
-        return home, summed, None if to_meas == sorted(to_meas) else to_meas, m.noisy_counts, w
+        return home, summed, None if to_meas == sorted(to_meas) else tuple(to_meas), m.noisy_counts, w
 
     def __call__(self, mu: Sequence[np.ndarray], mu_flat: np.ndarray | None = None) -> tuple[float, np.ndarray]:
         """(loss, its gradient in the flat layout; `views` gives it per clique); ``mu_flat``: the
@@ -153,9 +154,12 @@ def flatten(tables: Sequence[np.ndarray]) -> np.ndarray:
     return np.concatenate([t.ravel() for t in tables]) if tables else np.zeros(0)
 
 
-def _cell_map(shape: Sequence[int], summed: Sequence[int], to_meas: Sequence[int] | None, out_shape: Sequence[int]) -> np.ndarray:
+@functools.lru_cache(maxsize=1024)
+def _cell_map(shape: tuple[int, ...], summed: tuple[int, ...], to_meas: tuple[int, ...] | None,
+              out_shape: tuple[int, ...]) -> np.ndarray:
     """For each cell of a table of ``shape`` (C order), the cell of the measurement it sums into:
-    the ``summed`` axes dropped, the rest permuted by ``to_meas``, raveled in ``out_shape``."""
+    the ``summed`` axes dropped, the rest permuted by ``to_meas``, raveled in ``out_shape``
+    (made once per layout: every fit of an AIM run meets the same pairs; read-only)."""
     kept = [i for i in range(len(shape)) if i not in summed]
     if to_meas is not None:
         kept = [kept[j] for j in to_meas]
@@ -163,4 +167,6 @@ def _cell_map(shape: Sequence[int], summed: Sequence[int], to_meas: Sequence[int
     index = np.zeros(shape, dtype=np.intp)
     for axis, length in zip(kept, out_shape):
         index = index * length + grids[axis]
-    return index.ravel()
+    index = index.ravel()
+    index.flags.writeable = False
+    return index

@@ -1,6 +1,6 @@
-"""`pgm.estimate` keeps every table in one flat vector and reads the measurements alone on their
-home table in one vector pass; these tests hold it to the plain descent (one numpy call per
-clique and per measurement, as the module docstring states it): the same potentials, bit for bit."""
+"""`pgm.estimate` keeps every table in one flat vector and computes the loss and its gradient as
+two sparse products over it; these tests hold it to the plain descent (one numpy call per clique
+and per measurement, as the module docstring states it): the same potentials, bit for bit."""
 
 from __future__ import annotations
 

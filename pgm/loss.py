@@ -6,6 +6,7 @@ flat layout (every clique's table one after another) the descent works in.
 from __future__ import annotations
 
 import functools
+import math
 from typing import Sequence
 
 import numpy as np
@@ -154,12 +155,26 @@ def flatten(tables: Sequence[np.ndarray]) -> np.ndarray:
     return np.concatenate([t.ravel() for t in tables]) if tables else np.zeros(0)
 
 
-@functools.lru_cache(maxsize=1024)
+#: cell maps of tables up to this many cells are kept (at most 256 of them: <= 64 MB)
+CACHED_MAP_CELLS = 1 << 15
+
+
 def _cell_map(shape: tuple[int, ...], summed: tuple[int, ...], to_meas: tuple[int, ...] | None,
               out_shape: tuple[int, ...]) -> np.ndarray:
     """For each cell of a table of ``shape`` (C order), the cell of the measurement it sums into:
     the ``summed`` axes dropped, the rest permuted by ``to_meas``, raveled in ``out_shape``
-    (made once per layout: every fit of an AIM run meets the same pairs; read-only)."""
+    (small tables' maps made once: every fit of an AIM run meets the same pairs; read-only)."""
+    if math.prod(shape) <= CACHED_MAP_CELLS:
+        return _kept_cell_map(shape, summed, to_meas, out_shape)
+    return _make_cell_map(shape, summed, to_meas, out_shape)
+
+
+@functools.lru_cache(maxsize=256)
+def _kept_cell_map(shape, summed, to_meas, out_shape) -> np.ndarray:
+    return _make_cell_map(shape, summed, to_meas, out_shape)
+
+
+def _make_cell_map(shape, summed, to_meas, out_shape) -> np.ndarray:
     kept = [i for i in range(len(shape)) if i not in summed]
     if to_meas is not None:
         kept = [kept[j] for j in to_meas]

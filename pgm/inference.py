@@ -97,7 +97,9 @@ class TreeEngine:
             self._marg_plans.append(marginal_plan(shape, tuple(targets)))
             sep = set(tree.separator(i))
             self._up_axes.append(tuple(j for j, a in enumerate(layout) if a not in sep))
-            self._up_sums.append(sum_plan([sizes[a] for a in layout], self._up_axes[-1], self._sep_axes.get(i)))
+            sep_axes = self._sep_axes.get(i)
+            self._up_sums.append(sum_plan(tuple(sizes[a] for a in layout), self._up_axes[-1],
+                                          None if sep_axes is None else tuple(sep_axes)))
             chosen = self._factor_plans(i, items, targets, sizes)
             if chosen is not None:
                 self._factored[i] = chosen

@@ -53,29 +53,19 @@ def sum_out(values: np.ndarray, axes: Sequence[int], order: Sequence[int] | None
     numpy's axis sums crawl when the cells after the summed axis are few (an inner loop of a
     couple of elements per call); one einsum pass is several times faster there and for several
     axes at once. A single leading axis (rows added whole) stays with numpy. Large tables are
-    summed slab by slab on every core (`threads.sum_kept`).
+    summed slab by slab on every core (`threads.sum_kept`). The choice is `sum_plan`'s.
     """
-    axes = sorted(set(axes))
-    kept = [i for i in range(values.ndim) if i not in axes]
-    if axes and values.size >= threads.MIN_CELLS:  # large: slab by slab, on every core
-        return threads.sum_kept(values, kept if order is None else order)
-    if order is not None and list(order) != kept:
-        return einsum(values, list(range(values.ndim)), list(order))
-    if not axes:
-        return values
-    if axes == [0]:
-        return values.sum(axis=0)
-    return einsum(values, list(range(values.ndim)), kept)
+    return sum_plan(values.shape, tuple(axes), None if order is None else tuple(order))(values)
 
 
-def sum_plan(shape: Sequence[int], axes: Sequence[int], order: Sequence[int] | None = None) -> Callable[[np.ndarray], np.ndarray]:
-    """`sum_out` over ``axes`` (kept axes in ``order``) for tables of ``shape``, with its choices
-    made once: the returned function computes exactly what `sum_out` does, minus its per-call
-    bookkeeping (the hot loops call it tens of times per propagation)."""
+@functools.lru_cache(maxsize=4096)
+def sum_plan(shape: tuple[int, ...], axes: tuple[int, ...], order: tuple[int, ...] | None = None) -> Callable[[np.ndarray], np.ndarray]:
+    """`sum_out` over ``axes`` (kept axes in ``order``) for tables of ``shape``, its choices made
+    once per shape: the hot loops call the returned function tens of times per propagation."""
     axes = sorted(set(axes))
     labels = list(range(len(shape)))
     kept = [i for i in labels if i not in axes]
-    if axes and math.prod(shape) >= threads.MIN_CELLS:
+    if axes and math.prod(shape) >= threads.MIN_CELLS:  # large: slab by slab, on every core
         target = kept if order is None else list(order)
         return lambda values: threads.sum_kept(values, target)
     if order is not None and list(order) != kept:
@@ -215,7 +205,7 @@ class MarginalPlan:
                 current = len(tables) - 1
             where[target] = current
         self.tables = tables
-        self._sums = [sum_plan([sizes[a] for a in tables[source]], (axis,)) for source, axis in self.steps]
+        self._sums = [sum_plan(tuple(sizes[a] for a in tables[source]), (axis,)) for source, axis in self.steps]
         # Per requested target: table index and the transposition into the requested order.
         self.outputs = []
         for t, want in zip(ordered, targets):
